@@ -1,0 +1,135 @@
+"""ORM models over the seed's tables (same table and column names).
+
+Every table gets a surrogate ``seq`` key: it is Django's primary key, the
+monotonic insertion order that breaks ties in time, and it has a database
+default, so rows written by the seed's TypeScript providers (which never name
+it) still get one.  The seed's natural keys stay unique.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.conf import settings
+from django.db import models
+from django.db.models.functions import Now
+from django.utils import timezone
+
+
+class Message(models.Model):
+    """One node of a session's message tree (``assistant_messages``)."""
+
+    seq = models.BigAutoField(primary_key=True)
+    message_id = models.TextField(db_column="id")
+    session_id = models.TextField(default="", db_default="")
+    parent_id = models.TextField(null=True, blank=True)
+    role = models.TextField()
+    content = models.TextField(help_text="The UIMessage as JSON.")
+    text_content = models.TextField(default="", db_default="", blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_default=Now())
+    # Extras a foreign writer may leave NULL; readers fall back to a path walk.
+    depth = models.IntegerField(null=True, blank=True, help_text="1 for a root.")
+    tokens = models.IntegerField(null=True, blank=True, help_text="Estimated tokens of this message.")
+    path_tokens = models.BigIntegerField(
+        null=True, blank=True, help_text="Estimated tokens from the root to this message, inclusive."
+    )
+
+    class Meta:
+        db_table = "assistant_messages"
+        ordering = ["seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["session_id", "message_id"], name="assistant_messages_session_id_uniq"),
+        ]
+        indexes = [
+            models.Index(fields=["session_id", "parent_id"], name="assistant_msg_sess_parent"),
+            models.Index(fields=["session_id", "seq"], name="assistant_msg_sess_seq"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.role}:{self.message_id}"
+
+    @property
+    def message(self) -> dict:
+        """The stored UIMessage as a dict."""
+        return json.loads(self.content)
+
+
+class Compaction(models.Model):
+    """A summary overlay replacing ``from..to`` on read (``assistant_compactions``)."""
+
+    seq = models.BigAutoField(primary_key=True)
+    compaction_id = models.TextField(db_column="id", unique=True)
+    session_id = models.TextField(default="", db_default="")
+    summary = models.TextField()
+    from_message_id = models.TextField()
+    to_message_id = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now, db_default=Now())
+
+    class Meta:
+        db_table = "assistant_compactions"
+        ordering = ["seq"]
+        indexes = [models.Index(fields=["session_id", "seq"], name="assistant_cmp_session")]
+
+    def __str__(self) -> str:
+        return f"{self.from_message_id}..{self.to_message_id}"
+
+
+class SessionRecord(models.Model):
+    """A named session in the registry (``assistant_sessions``), used by SessionManager."""
+
+    id = models.TextField(primary_key=True)
+    name = models.TextField(default="", db_default="")
+    parent_session_id = models.TextField(null=True, blank=True)
+    model = models.TextField(null=True, blank=True)
+    source = models.TextField(null=True, blank=True)
+    input_tokens = models.BigIntegerField(default=0, db_default=0)
+    output_tokens = models.BigIntegerField(default=0, db_default=0)
+    estimated_cost = models.FloatField(default=0, db_default=0)
+    end_reason = models.TextField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_default=Now())
+    updated_at = models.DateTimeField(default=timezone.now, db_default=Now(), db_index=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="agent_sessions"
+    )
+
+    class Meta:
+        db_table = "assistant_sessions"
+        ordering = ["-updated_at"]
+        verbose_name = "session"
+
+    def __str__(self) -> str:
+        return self.name or self.id
+
+
+class ContextBlockRecord(models.Model):
+    """Persistent content of a context block or stored prompt (``cf_agents_context_blocks``)."""
+
+    label = models.TextField(primary_key=True)
+    content = models.TextField(default="")
+    updated_at = models.DateTimeField(default=timezone.now, db_default=Now())
+
+    class Meta:
+        db_table = "cf_agents_context_blocks"
+        verbose_name = "context block"
+
+    def __str__(self) -> str:
+        return self.label
+
+
+class SearchEntry(models.Model):
+    """A searchable knowledge entry (``cf_agents_search_entries``)."""
+
+    seq = models.BigAutoField(primary_key=True)
+    label = models.TextField()
+    key = models.TextField()
+    content = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now, db_default=Now())
+    updated_at = models.DateTimeField(default=timezone.now, db_default=Now())
+
+    class Meta:
+        db_table = "cf_agents_search_entries"
+        verbose_name_plural = "search entries"
+        constraints = [models.UniqueConstraint(fields=["label", "key"], name="cf_agents_search_entries_uniq")]
+
+    def __str__(self) -> str:
+        return f"{self.label}:{self.key}"

@@ -1,0 +1,47 @@
+"""Migration operations that lay out the seed's tables, or adopt them when they already exist.
+
+A database first laid out by the seed's Postgres DDL already has the tables;
+``AdoptOrCreateModel`` then adds only this app's extra columns and indexes
+instead of failing on ``CREATE TABLE``.
+"""
+
+from __future__ import annotations
+
+from django.db import migrations
+
+from .storage import backends
+
+
+class AdoptOrCreateModel(migrations.CreateModel):
+    """``CreateModel`` that adopts an existing table of the same name (Postgres)."""
+
+    def database_forwards(self, app_label, schema_editor, from_state, to_state):
+        model = to_state.apps.get_model(app_label, self.name)
+        connection = schema_editor.connection
+        table = model._meta.db_table
+        if connection.vendor == "postgresql" and table in connection.introspection.table_names():
+            from .storage import postgres
+
+            for statement in postgres.ADOPT.get(table, []):
+                schema_editor.execute(statement)
+            return
+        super().database_forwards(app_label, schema_editor, from_state, to_state)
+
+
+def install_search(apps, schema_editor) -> None:
+    """Create the vendor's full-text search structures (FTS5 tables or tsvector columns)."""
+    vendor = schema_editor.connection.vendor
+    if vendor not in ("sqlite", "postgresql"):
+        return
+    backend = backends.for_vendor(vendor)
+    for statement in backend.install_sql():
+        schema_editor.execute(statement)
+
+
+def uninstall_search(apps, schema_editor) -> None:
+    """Reverse of :func:`install_search`."""
+    vendor = schema_editor.connection.vendor
+    if vendor not in ("sqlite", "postgresql"):
+        return
+    for statement in backends.for_vendor(vendor).UNINSTALL:
+        schema_editor.execute(statement)

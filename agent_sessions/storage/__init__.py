@@ -1,0 +1,1 @@
+"""Storage: the SessionProvider protocol, the ORM provider and the per-database SQL."""

@@ -1,0 +1,409 @@
+"""DjangoSessionProvider: one session's message tree in the seed's tables, through Django.
+
+Reads of a path are one recursive CTE over ``(session_id, id, parent_id)``
+with the content joined once at the end; appends are one ``INSERT … SELECT``
+that picks the parent, depth and running token total in the same statement,
+so appending costs the same at 10 or 10,000 messages.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from datetime import timezone as dt_timezone
+
+from django.db import connections, router, transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from .. import conf
+from ..models import Compaction, Message
+from ..overlays import apply_overlays
+from ..tokens import estimate_one_message_tokens
+from ..types import HistoryRowStat, RecentHistory, SearchResult, StoredCompaction, text_content, validate_message
+from . import backends
+from .search_query import query_terms
+
+OMITTED = object()
+"""Sentinel: the caller left ``parent_id`` out (auto-parent to the latest leaf)."""
+
+_COLUMNS = "id, session_id, parent_id, role, content, text_content, created_at, tokens, depth, path_tokens"
+
+_LATEST_LEAF = (
+    "SELECT m.id, m.depth, m.path_tokens FROM assistant_messages m "
+    "WHERE m.session_id = %s AND NOT EXISTS ("
+    "  SELECT 1 FROM assistant_messages c WHERE c.session_id = m.session_id AND c.parent_id = m.id"
+    ") ORDER BY m.seq DESC LIMIT 1"
+)
+_EXPLICIT_PARENT = "SELECT m.id, m.depth, m.path_tokens FROM assistant_messages m WHERE m.session_id = %s AND m.id = %s"
+_NO_PARENT = "SELECT m.id, m.depth, m.path_tokens FROM assistant_messages m WHERE 1 = 0"
+
+# The parent is chosen inside the INSERT itself; ``WHERE true`` lets SQLite
+# parse ``INSERT … SELECT … ON CONFLICT``.
+_INSERT = (
+    f"INSERT INTO assistant_messages ({_COLUMNS}) "
+    "SELECT %s, %s, p.id, %s, %s, %s, %s, %s, "
+    "CASE WHEN p.id IS NULL THEN 1 ELSE p.depth + 1 END, "
+    "CASE WHEN p.id IS NULL THEN %s ELSE p.path_tokens + %s END "
+    "FROM (SELECT 1 AS one) AS one LEFT JOIN ({parent}) AS p ON 1 = 1 "
+    "WHERE true ON CONFLICT (session_id, id) DO NOTHING "
+    "RETURNING seq, parent_id, depth, path_tokens"
+)
+
+# Root-ward walk from a leaf, carrying only keys; ``n`` is the distance from
+# the leaf.  The depth guard only stops a parent cycle a foreign writer made.
+_PATH_CTE = (
+    "WITH RECURSIVE path(seq, parent_id, n) AS ("
+    "  SELECT seq, parent_id, 0 FROM assistant_messages WHERE session_id = %s AND id = %s"
+    "  UNION ALL"
+    "  SELECT m.seq, m.parent_id, path.n + 1 FROM assistant_messages m JOIN path"
+    "    ON m.session_id = %s AND m.id = path.parent_id WHERE path.n < %s"
+    ") "
+)
+
+# Recent suffix: the walk stops one row after the byte budget is spent.
+_RECENT_CTE = (
+    "WITH RECURSIVE path(seq, parent_id, n, total) AS ("
+    "  SELECT seq, parent_id, 0, {bytes} FROM assistant_messages WHERE session_id = %s AND id = %s"
+    "  UNION ALL"
+    "  SELECT m.seq, m.parent_id, path.n + 1, path.total + {mbytes} FROM assistant_messages m JOIN path"
+    "    ON m.session_id = %s AND m.id = path.parent_id"
+    "  WHERE path.n < %s AND (path.n < %s OR path.total <= %s)"
+    ") "
+)
+
+# Re-derive depth and running tokens below the given roots (after an update
+# or a delete changed what lies above them).
+_REPAIR_SUBTREE = (
+    "WITH RECURSIVE sub(seq, id, depth, path_tokens) AS ("
+    "  SELECT seq, id, %s, {root_tokens} FROM assistant_messages WHERE session_id = %s AND id IN ({roots})"
+    "  UNION ALL"
+    "  SELECT c.seq, c.id, sub.depth + 1, sub.path_tokens + c.tokens FROM assistant_messages c JOIN sub"
+    "    ON c.session_id = %s AND c.parent_id = sub.id WHERE sub.depth < %s"
+    ") "
+    "UPDATE assistant_messages SET depth = (SELECT sub.depth FROM sub WHERE sub.seq = assistant_messages.seq), "
+    "path_tokens = (SELECT sub.path_tokens FROM sub WHERE sub.seq = assistant_messages.seq) "
+    "WHERE seq IN (SELECT seq FROM sub)"
+)
+
+
+@dataclass(frozen=True)
+class AppendOutcome:
+    """What an append did: whether it inserted, under which parent, and the path's totals."""
+
+    inserted: bool
+    parent_id: str | None = None
+    depth: int | None = None
+    path_tokens: int | None = None
+
+
+def as_datetime(value):
+    """A timestamp read by raw SQL as an aware datetime (SQLite returns text)."""
+    if isinstance(value, str):
+        value = parse_datetime(value) or value
+    if isinstance(value, datetime) and timezone.is_naive(value):
+        value = timezone.make_aware(value, dt_timezone.utc)
+    return value
+
+
+def _placeholders(n: int) -> str:
+    return ", ".join(["%s"] * n)
+
+
+class DjangoSessionProvider:
+    """Stores one session's messages and overlays in the seed's tables via Django's connection."""
+
+    def __init__(self, session_id: str = "", *, using: str | None = None) -> None:
+        if not isinstance(session_id, str) or "\x00" in session_id:
+            raise ValueError("session_id must be a string without NUL characters")
+        self.session_id = session_id
+        self._using = using
+
+    def __repr__(self) -> str:
+        return f"DjangoSessionProvider(session_id={self.session_id!r}, using={self.using!r})"
+
+    # ── plumbing ────────────────────────────────────────────────────
+    @property
+    def using(self) -> str:
+        """The database alias: the one given, or what the routers pick for messages."""
+        return self._using or router.db_for_write(Message)
+
+    @property
+    def connection(self):
+        return connections[self.using]
+
+    @property
+    def backend(self):
+        return backends.for_alias(self.using)
+
+    def _fetchall(self, sql: str, params: list) -> list[tuple]:
+        with self.connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchall()
+
+    def _fetchone(self, sql: str, params: list) -> tuple | None:
+        with self.connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchone()
+
+    # ── reads ───────────────────────────────────────────────────────
+    def get_message(self, message_id: str) -> dict | None:
+        """The stored message with this id in this session, or None."""
+        row = self._fetchone(
+            "SELECT content FROM assistant_messages WHERE session_id = %s AND id = %s", [self.session_id, message_id]
+        )
+        return json.loads(row[0]) if row else None
+
+    def latest_leaf_id(self) -> str | None:
+        """Id of the most recently appended childless message."""
+        row = self._fetchone(_LATEST_LEAF, [self.session_id])
+        return row[0] if row else None
+
+    def get_latest_leaf(self) -> dict | None:
+        """The most recently appended childless message, or None for an empty session."""
+        row = self._fetchone(
+            _LATEST_LEAF.replace("m.id, m.depth, m.path_tokens", "m.content", 1), [self.session_id]
+        )
+        return json.loads(row[0]) if row else None
+
+    def _resolve_leaf(self, leaf_id: str | None) -> str | None:
+        return self.latest_leaf_id() if leaf_id is None else leaf_id
+
+    def _path_params(self, leaf_id: str) -> list:
+        return [self.session_id, leaf_id, self.session_id, conf.max_path_depth()]
+
+    def get_raw_path(self, leaf_id: str | None = None) -> list[dict]:
+        """Root→leaf messages as stored, without overlays (one query)."""
+        leaf = self._resolve_leaf(leaf_id)
+        if leaf is None:
+            return []
+        rows = self._fetchall(
+            _PATH_CTE + "SELECT m.content FROM path JOIN assistant_messages m ON m.seq = path.seq ORDER BY path.n DESC",
+            self._path_params(leaf),
+        )
+        return [json.loads(r[0]) for r in rows]
+
+    def get_history(self, leaf_id: str | None = None) -> list[dict]:
+        """Root→leaf path of ``leaf_id`` (or the latest leaf) with overlays applied; ``[]`` if unknown."""
+        path = self.get_raw_path(leaf_id)
+        if not path:
+            return []
+        return apply_overlays(path, self.get_compactions())
+
+    def get_path_length(self, leaf_id: str | None = None) -> int:
+        """Number of stored messages from the root to the leaf (no overlays)."""
+        leaf = self._resolve_leaf(leaf_id)
+        if leaf is None:
+            return 0
+        row = self._fetchone(
+            "SELECT depth FROM assistant_messages WHERE session_id = %s AND id = %s", [self.session_id, leaf]
+        )
+        if row is None:
+            return 0
+        if row[0] is not None:
+            return int(row[0])
+        # Rows from a foreign writer carry no depth: count the walk instead.
+        return int(self._fetchone(_PATH_CTE + "SELECT count(*) FROM path", self._path_params(leaf))[0])
+
+    def get_branches(self, message_id: str) -> list[dict]:
+        """Children of a message, oldest first."""
+        rows = self._fetchall(
+            "SELECT content FROM assistant_messages WHERE session_id = %s AND parent_id = %s ORDER BY seq",
+            [self.session_id, message_id],
+        )
+        return [json.loads(r[0]) for r in rows]
+
+    def get_history_row_stats(self, leaf_id: str | None = None) -> list[HistoryRowStat]:
+        """``(id, role, bytes)`` of each stored message on the path, root first, without content."""
+        leaf = self._resolve_leaf(leaf_id)
+        if leaf is None:
+            return []
+        size = self.backend.BYTES_EXPR.format(col="m.content")
+        rows = self._fetchall(
+            _PATH_CTE + f"SELECT m.id, m.role, {size} FROM path JOIN assistant_messages m ON m.seq = path.seq "
+            "ORDER BY path.n DESC",
+            self._path_params(leaf),
+        )
+        return [HistoryRowStat(id=r[0], role=r[1], bytes=int(r[2])) for r in rows]
+
+    def get_recent_history(
+        self, leaf_id: str | None = None, *, max_content_bytes: int, min_recent_messages: int = 1
+    ) -> RecentHistory:
+        """The longest recent suffix of the path whose stored sizes fit ``max_content_bytes``.
+
+        At least ``min_recent_messages`` (≥ 1) rows are returned; the walk stops
+        one row past the budget, so the cost follows the window, not the path.
+        """
+        leaf = self._resolve_leaf(leaf_id)
+        if leaf is None:
+            return RecentHistory(messages=[], truncated=False, total_content_bytes=0)
+        min_recent = max(1, int(min_recent_messages))
+        budget = int(max_content_bytes)
+        sql = _RECENT_CTE.format(
+            bytes=self.backend.BYTES_EXPR.format(col="content"),
+            mbytes=self.backend.BYTES_EXPR.format(col="m.content"),
+        )
+        rows = self._fetchall(
+            sql + "SELECT path.n, path.total, m.content FROM path JOIN assistant_messages m ON m.seq = path.seq "
+            "ORDER BY path.n",
+            [self.session_id, leaf, self.session_id, conf.max_path_depth(), min_recent, budget],
+        )
+        kept = [r for r in rows if r[0] < min_recent or r[1] <= budget]
+        # The walk only goes on past a kept row, so a dropped row means older ones exist.
+        truncated = len(kept) < len(rows)
+        window = [json.loads(r[2]) for r in reversed(kept)]
+        total = int(kept[-1][1]) if kept else 0
+        messages = apply_overlays(window, self.get_compactions(), window=True) if window else []
+        return RecentHistory(messages=messages, truncated=truncated, total_content_bytes=total)
+
+    def get_compactions(self) -> list[StoredCompaction]:
+        """Every stored overlay of this session, oldest first."""
+        rows = Compaction.objects.using(self.using).filter(session_id=self.session_id).order_by("seq")
+        return [
+            StoredCompaction(
+                id=c.compaction_id,
+                summary=c.summary,
+                from_message_id=c.from_message_id,
+                to_message_id=c.to_message_id,
+                created_at=c.created_at,
+            )
+            for c in rows
+        ]
+
+    def search_messages(self, query: str, limit: int = 20) -> list[SearchResult]:
+        """Messages of this session containing every word of ``query``, best match first."""
+        return search(query, session_id=self.session_id, limit=limit, using=self.using)
+
+    # ── writes ──────────────────────────────────────────────────────
+    def append_message(self, message: dict, parent_id=OMITTED) -> bool:
+        """Insert a message; False (and nothing written) if its id already exists here."""
+        return self.append_message_stats(message, parent_id).inserted
+
+    def append_message_stats(self, message: dict, parent_id=OMITTED) -> AppendOutcome:
+        """Insert a message and report its parent, depth and running token total."""
+        stored = validate_message(message)
+        tokens = estimate_one_message_tokens(message)
+        if parent_id is OMITTED:
+            parent_sql, parent_params = _LATEST_LEAF, [self.session_id]
+        elif parent_id is None:
+            parent_sql, parent_params = _NO_PARENT, []
+        else:
+            parent_sql, parent_params = _EXPLICIT_PARENT, [self.session_id, str(parent_id)]
+        connection = self.connection
+        now = connection.ops.adapt_datetimefield_value(timezone.now())
+        # In the order of the SQL text: the row's values, the path totals, then the parent subquery.
+        params = [message["id"], self.session_id, message["role"], stored, text_content(message), now, tokens]
+        params += [tokens, tokens, *parent_params]
+        sql = _INSERT.format(parent=parent_sql)
+        with transaction.atomic(using=self.using), connection.cursor() as cursor:
+            self.backend.lock_session(cursor, self.session_id)
+            cursor.execute(sql, params)
+            row = cursor.fetchone()
+        if row is None:
+            return AppendOutcome(inserted=False)
+        return AppendOutcome(inserted=True, parent_id=row[1], depth=row[2], path_tokens=row[3])
+
+    def update_message(self, message: dict) -> bool:
+        """Replace a stored message's content (same id); re-indexes search. False if absent."""
+        stored = validate_message(message)
+        tokens = estimate_one_message_tokens(message)
+        with transaction.atomic(using=self.using), self.connection.cursor() as cursor:
+            cursor.execute(
+                "UPDATE assistant_messages SET role = %s, content = %s, text_content = %s, tokens = %s "
+                "WHERE session_id = %s AND id = %s",
+                [message["role"], stored, text_content(message), tokens, self.session_id, message["id"]],
+            )
+            if cursor.rowcount == 0:
+                return False
+            self._repair_below([message["id"]], cursor, from_parent=True)
+        return True
+
+    def delete_messages(self, message_ids: list[str]) -> int:
+        """Delete these messages (children stay, as roots of their subtrees). Returns rows deleted."""
+        ids = [i for i in dict.fromkeys(message_ids) if isinstance(i, str)]
+        if not ids:
+            return 0
+        deleted = 0
+        with transaction.atomic(using=self.using), self.connection.cursor() as cursor:
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                cursor.execute(
+                    f"DELETE FROM assistant_messages WHERE session_id = %s AND id IN ({_placeholders(len(chunk))})",
+                    [self.session_id, *chunk],
+                )
+                deleted += cursor.rowcount
+                # Orphaned children become roots: re-derive their subtrees' totals.
+                cursor.execute(
+                    "SELECT id FROM assistant_messages WHERE session_id = %s "
+                    f"AND parent_id IN ({_placeholders(len(chunk))})",
+                    [self.session_id, *chunk],
+                )
+                orphans = [r[0] for r in cursor.fetchall()]
+                for o_start in range(0, len(orphans), 500):
+                    self._repair_below(orphans[o_start : o_start + 500], cursor, from_parent=False)
+        return deleted
+
+    def _repair_below(self, roots: list[str], cursor, *, from_parent: bool) -> None:
+        """Recompute depth/path_tokens for ``roots`` and everything below them.
+
+        ``from_parent``: the roots keep their parent (an update); otherwise they
+        have just lost it (a delete) and become depth-1 roots.
+        """
+        if from_parent:
+            # One root (an updated message): start from its parent's totals.
+            cursor.execute(
+                "SELECT p.depth, p.path_tokens FROM assistant_messages c JOIN assistant_messages p "
+                "ON p.session_id = c.session_id AND p.id = c.parent_id WHERE c.session_id = %s AND c.id = %s",
+                [self.session_id, roots[0]],
+            )
+            parent = cursor.fetchone()
+            base_depth, base_tokens = (parent[0], parent[1]) if parent else (0, 0)
+            if parent is not None and (base_depth is None or base_tokens is None):
+                return  # above a foreign row: totals stay unknown (NULL) below it anyway
+        else:
+            base_depth, base_tokens = 0, 0
+        sql = _REPAIR_SUBTREE.format(root_tokens=f"{int(base_tokens)} + tokens", roots=_placeholders(len(roots)))
+        cursor.execute(
+            sql, [int(base_depth) + 1, self.session_id, *roots, self.session_id, conf.max_path_depth()]
+        )
+
+    def clear_messages(self) -> None:
+        """Delete every message and overlay of this session."""
+        with transaction.atomic(using=self.using):
+            Message.objects.using(self.using).filter(session_id=self.session_id).delete()
+            Compaction.objects.using(self.using).filter(session_id=self.session_id).delete()
+
+    def add_compaction(self, summary: str, from_message_id: str, to_message_id: str) -> StoredCompaction:
+        """Store an overlay that replaces ``from..to`` with ``summary`` on read."""
+        row = Compaction.objects.using(self.using).create(
+            compaction_id=uuid.uuid4().hex,
+            session_id=self.session_id,
+            summary=summary,
+            from_message_id=from_message_id,
+            to_message_id=to_message_id,
+        )
+        return StoredCompaction(
+            id=row.compaction_id,
+            summary=row.summary,
+            from_message_id=row.from_message_id,
+            to_message_id=row.to_message_id,
+            created_at=row.created_at,
+        )
+
+
+def search(query: str, *, session_id: str | None = None, limit: int = 20, using: str | None = None) -> list[SearchResult]:
+    """Full-text search over messages (one session, or all when ``session_id`` is None)."""
+    terms = query_terms(query)
+    limit = max(0, int(limit))
+    if not terms or limit == 0:
+        return []
+    alias = using or router.db_for_read(Message)
+    backend = backends.for_alias(alias)
+    with connections[alias].cursor() as cursor:
+        rows = backend.search_messages(cursor, session_id, terms, limit)
+    return [
+        SearchResult(id=mid, role=role, content=content, created_at=as_datetime(created_at), session_id=sid)
+        for mid, role, content, created_at, sid in rows
+    ]

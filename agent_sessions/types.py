@@ -1,0 +1,139 @@
+"""Public result types and message validation (SPEC §3.1, §3.8)."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from . import conf
+from .exceptions import InvalidMessage
+
+COMPACTION_PREFIX = "compaction_"
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """One search hit; ``content`` is the message's search text."""
+
+    id: str
+    role: str
+    content: str
+    created_at: datetime | str | None = None
+    session_id: str | None = None
+
+
+@dataclass(frozen=True)
+class RecentHistory:
+    """The recent suffix of a path that fits a byte budget."""
+
+    messages: list[dict]
+    truncated: bool
+    total_content_bytes: int
+
+
+@dataclass(frozen=True)
+class HistoryRowStat:
+    """Size of one stored message on a path, without its content."""
+
+    id: str
+    role: str
+    bytes: int
+
+
+@dataclass(frozen=True)
+class CompactResult:
+    """What a compaction function returns: the range to replace and its summary."""
+
+    from_message_id: str
+    to_message_id: str
+    summary: str
+
+
+@dataclass(frozen=True)
+class StoredCompaction:
+    """A stored compaction overlay."""
+
+    id: str
+    summary: str
+    from_message_id: str
+    to_message_id: str
+    created_at: datetime | str | None = None
+
+
+@dataclass(frozen=True)
+class TokenCounterInput:
+    """What a custom ``token_counter`` receives for the auto-compaction check."""
+
+    messages: list[dict]
+    system_prompt: str | None
+    context_blocks: list[Any] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """A row of the session registry."""
+
+    id: str
+    name: str
+    parent_session_id: str | None
+    model: str | None
+    source: str | None
+    input_tokens: int
+    output_tokens: int
+    estimated_cost: float
+    end_reason: str | None
+    created_at: datetime | None
+    updated_at: datetime | None
+
+
+def dump_message(message: dict) -> str:
+    """Serialise a message to its stored JSON (compact, UTF-8, NaN refused)."""
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def validate_message(message: Any) -> str:
+    """Check a UIMessage dict and return its stored JSON; raise InvalidMessage otherwise."""
+    if not isinstance(message, dict):
+        raise InvalidMessage(f"message must be a dict, not {type(message).__name__}")
+    msg_id = message.get("id")
+    if not isinstance(msg_id, str) or not msg_id.strip():
+        raise InvalidMessage("message 'id' must be a non-empty string")
+    if "\x00" in msg_id:
+        raise InvalidMessage("message 'id' must not contain NUL")
+    if not isinstance(message.get("role"), str) or not message["role"]:
+        raise InvalidMessage("message 'role' must be a non-empty string")
+    if "\x00" in message["role"]:
+        raise InvalidMessage("message 'role' must not contain NUL")
+    parts = message.get("parts")
+    if not isinstance(parts, list):
+        raise InvalidMessage("message 'parts' must be a list")
+    if len(parts) > conf.max_parts():
+        raise InvalidMessage(f"message has {len(parts)} parts; the limit is {conf.max_parts()}")
+    try:
+        stored = dump_message(message)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise InvalidMessage(f"message is not JSON-serialisable: {exc}") from None
+    try:
+        encoded = stored.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidMessage("message contains invalid unicode (lone surrogates)") from None
+    if len(encoded) > conf.max_message_bytes():
+        raise InvalidMessage(f"message is {len(encoded)} bytes; the limit is {conf.max_message_bytes()}")
+    return stored
+
+
+def text_content(message: dict) -> str:
+    """The search text: ``text`` of the ``type == "text"`` parts, joined by newlines."""
+    texts = []
+    for part in message.get("parts") or []:
+        if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+    # Postgres TEXT cannot hold NUL; the JSON keeps it (escaped), the index drops it.
+    return "\n".join(texts).replace("\x00", "")
+
+
+def is_finite_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

@@ -1,0 +1,8 @@
+"""URLs of the demo project: the admin and the agent_sessions app."""
+
+from django.contrib import admin
+from django.urls import path
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+]

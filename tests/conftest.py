@@ -1,0 +1,60 @@
+"""Shared fixtures: fresh sessions, message builders, and the database switch."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from django.conf import settings
+
+
+def pytest_report_header(config):
+    return f"agent_sessions test database: {settings.DB} ({settings.DATABASES['default']['NAME']})"
+
+
+def msg(id: str, role: str = "user", text: str | None = None, **extra) -> dict:
+    """A UIMessage with one text part."""
+    message = {"id": id, "role": role, "parts": [{"type": "text", "text": f"{id} text" if text is None else text}]}
+    message.update(extra)
+    return message
+
+
+def tool_msg(id: str, name: str, call_id: str, input: dict, output=None, role: str = "assistant") -> dict:
+    """An assistant message carrying one tool call (and its output when given)."""
+    part = {"type": f"tool-{name}", "toolCallId": call_id, "input": input, "state": "input-available"}
+    if output is not None:
+        part.update(state="output-available", output=output)
+    return {"id": id, "role": role, "parts": [part]}
+
+
+@pytest.fixture
+def session_id() -> str:
+    return f"s-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def session(session_id, db):
+    from agent_sessions import Session
+
+    return Session.create().for_session(session_id)
+
+
+@pytest.fixture
+def build():
+    """``build(session, ["a", "b", ("c", "a")])``: append ids, optionally with explicit parents."""
+
+    def _build(session, spec):
+        for item in spec:
+            if isinstance(item, tuple):
+                mid, parent = item
+                session.append_message(msg(mid), parent)
+            else:
+                session.append_message(msg(item))
+        return session
+
+    return _build
+
+
+@pytest.fixture
+def is_postgres() -> bool:
+    return settings.DB == "postgres"

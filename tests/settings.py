@@ -1,0 +1,51 @@
+"""Settings for the test suite. ``AGENT_SESSIONS_TEST_DB=sqlite|postgres`` picks the database.
+
+Each test process gets its own database name, so several runs (and helpers)
+can share one Postgres server without clobbering each other.
+"""
+
+import os
+import tempfile
+
+from project.settings import *  # noqa: F403
+
+DB = os.environ.get("AGENT_SESSIONS_TEST_DB", "sqlite").strip().lower()
+_RUN = os.environ.get("AGENT_SESSIONS_TEST_RUN_ID") or str(os.getpid())
+
+if DB in {"postgres", "postgresql", "pg"}:
+    DB = "postgres"
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": f"agent_sessions_{_RUN}",
+            "USER": os.environ.get("PGUSER", "postgres"),
+            "PASSWORD": os.environ.get("PGPASSWORD", ""),
+            "HOST": os.environ.get("PGHOST", "127.0.0.1"),
+            "PORT": os.environ.get("PGPORT", "5432"),
+            "TEST": {"NAME": f"test_agent_sessions_{_RUN}"},
+        }
+    }
+else:
+    DB = "sqlite"
+    _DIR = tempfile.mkdtemp(prefix="agent-sessions-tests-")
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": os.path.join(_DIR, "db.sqlite3"),
+            # A file, not :memory:, so threads and subprocesses share the test database.
+            "TEST": {"NAME": os.path.join(_DIR, "test.sqlite3")},
+            "OPTIONS": {"timeout": 60},
+        }
+    }
+
+SECRET_KEY = "tests-not-a-secret"
+DEBUG = False
+ALLOWED_HOSTS = ["127.0.0.1", "localhost", "testserver"]
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+MEDIA_ROOT = tempfile.mkdtemp(prefix="agent-sessions-media-")
+CELERY_BROKER_URL = "memory://"
+CELERY_TASK_ALWAYS_EAGER = True
+CELERY_TASK_EAGER_PROPAGATES = False
+SESSION_COOKIE_SECURE = False
+CSRF_COOKIE_SECURE = False
+SECURE_SSL_REDIRECT = False
