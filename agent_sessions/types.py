@@ -132,7 +132,7 @@ def text_content(message: dict) -> str:
         if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str):
             texts.append(part["text"])
     # Postgres TEXT cannot hold NUL; the JSON keeps it (escaped), the index drops it.
-    return "\n".join(texts).replace("\x00", "")
+    return "\n".join(texts).replace("\x00", " ")
 
 
 def is_finite_number(value: Any) -> bool:

@@ -58,3 +58,19 @@ def build():
 @pytest.fixture
 def is_postgres() -> bool:
     return settings.DB == "postgres"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _reap_stray_connections(django_db_setup, django_db_blocker):
+    """Close connections other threads opened (async twins, worker threads) so the
+    Postgres test database can be dropped at the end."""
+    yield
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )

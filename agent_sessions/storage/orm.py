@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
-from datetime import timezone as dt_timezone
+from datetime import UTC, datetime
 
 from django.db import connections, router, transaction
 from django.utils import timezone
@@ -104,7 +103,7 @@ def as_datetime(value):
     if isinstance(value, str):
         value = parse_datetime(value) or value
     if isinstance(value, datetime) and timezone.is_naive(value):
-        value = timezone.make_aware(value, dt_timezone.utc)
+        value = timezone.make_aware(value, UTC)
     return value
 
 
