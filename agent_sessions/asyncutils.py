@@ -31,7 +31,7 @@ def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 async def acall(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Call a sync-or-async callable from async code; sync ones run in a thread."""
-    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):
+    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__):
         return await fn(*args, **kwargs)
     result = await sync_to_async(fn, thread_sensitive=True)(*args, **kwargs)
     if inspect.isawaitable(result):

@@ -38,6 +38,10 @@ else:
         }
     }
 
+# A subprocess of a test (a second writer, a worker) points at the live test database.
+if os.environ.get("AGENT_SESSIONS_DB_NAME"):
+    DATABASES["default"]["NAME"] = os.environ["AGENT_SESSIONS_DB_NAME"]
+
 SECRET_KEY = "tests-not-a-secret"
 DEBUG = False
 ALLOWED_HOSTS = ["127.0.0.1", "localhost", "testserver"]

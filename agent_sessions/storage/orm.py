@@ -296,7 +296,7 @@ class DjangoSessionProvider:
         params = [message["id"], self.session_id, message["role"], stored, text_content(message), now, tokens]
         params += [tokens, tokens, *parent_params]
         sql = _INSERT.format(parent=parent_sql)
-        with transaction.atomic(using=self.using), connection.cursor() as cursor:
+        with self.backend.append_transaction(connection), connection.cursor() as cursor:
             self.backend.lock_session(cursor, self.session_id)
             cursor.execute(sql, params)
             row = cursor.fetchone()
@@ -391,8 +391,80 @@ class DjangoSessionProvider:
             created_at=row.created_at,
         )
 
+    # ── bulk (used by SessionManager: append_all, fork) ─────────────
+    bulk_batch_size = 500
+    """Rows per multi-row INSERT or ``IN (...)`` lookup in bulk operations."""
 
-def search(query: str, *, session_id: str | None = None, limit: int = 20, using: str | None = None) -> list[SearchResult]:
+    def append_messages_bulk(self, messages: list[dict], parent_id=OMITTED) -> AppendOutcome:
+        """Append a chain (each message the child of the one before) in one transaction.
+
+        The first message attaches like :meth:`append_message` (and so takes the
+        session's write lock); the rest get depth and token totals computed here
+        and go in as multi-row INSERTs.  Ids already stored are skipped but still
+        chain.  Returns the last message's outcome (``inserted``: anything was).
+        """
+        if not messages:
+            return AppendOutcome(inserted=False)
+        stored = [validate_message(m) for m in messages]  # all or nothing
+        with transaction.atomic(using=self.using):
+            first = self.append_message_stats(messages[0], parent_id)
+            totals = self._stored_totals([m["id"] for m in messages])  # the first one included
+            now = timezone.now()
+            rows: list[Message] = []
+            previous = messages[0]["id"]
+            for message, content in zip(messages[1:], stored[1:], strict=True):
+                mid = message["id"]
+                if mid not in totals:
+                    _, depth, path_tokens = totals[previous]
+                    tokens = estimate_one_message_tokens(message)
+                    depth = None if depth is None else depth + 1
+                    path_tokens = None if path_tokens is None else path_tokens + tokens
+                    totals[mid] = (previous, depth, path_tokens)
+                    rows.append(
+                        Message(
+                            message_id=mid, session_id=self.session_id, parent_id=previous, role=message["role"],
+                            content=content, text_content=text_content(message), created_at=now,
+                            tokens=tokens, depth=depth, path_tokens=path_tokens,
+                        )
+                    )
+                previous = mid
+            Message.objects.using(self.using).bulk_create(rows, batch_size=self.bulk_batch_size)
+        last_parent, depth, path_tokens = totals[previous]
+        return AppendOutcome(
+            inserted=first.inserted or bool(rows), parent_id=last_parent, depth=depth, path_tokens=path_tokens
+        )
+
+    def _stored_totals(self, message_ids: list[str]) -> dict[str, tuple[str | None, int | None, int | None]]:
+        """``{id: (parent_id, depth, path_tokens)}`` of the given ids already stored here."""
+        ids = list(dict.fromkeys(message_ids))
+        found: dict[str, tuple[str | None, int | None, int | None]] = {}
+        for start in range(0, len(ids), self.bulk_batch_size):
+            chunk = ids[start : start + self.bulk_batch_size]
+            rows = self._fetchall(
+                "SELECT id, parent_id, depth, path_tokens FROM assistant_messages "
+                f"WHERE session_id = %s AND id IN ({_placeholders(len(chunk))})",
+                [self.session_id, *chunk],
+            )
+            found.update({r[0]: (r[1], r[2], r[3]) for r in rows})
+        return found
+
+    def get_path_rows(self, leaf_id: str) -> list[dict]:
+        """Root→leaf rows as stored (one query), for copying a path.
+
+        Keys: ``id, role, content`` (the JSON text), ``text_content, created_at, tokens``.
+        """
+        rows = self._fetchall(
+            _PATH_CTE + "SELECT m.id, m.role, m.content, m.text_content, m.created_at, m.tokens "
+            "FROM path JOIN assistant_messages m ON m.seq = path.seq ORDER BY path.n DESC",
+            self._path_params(leaf_id),
+        )
+        keys = ("id", "role", "content", "text_content", "created_at", "tokens")
+        return [dict(zip(keys, (*r[:4], as_datetime(r[4]), r[5]), strict=True)) for r in rows]
+
+
+def search(
+    query: str, *, session_id: str | None = None, limit: int = 20, using: str | None = None
+) -> list[SearchResult]:
     """Full-text search over messages (one session, or all when ``session_id`` is None)."""
     terms = query_terms(query)
     limit = max(0, int(limit))

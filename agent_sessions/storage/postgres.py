@@ -6,6 +6,8 @@ database laid out by the seed and one migrated here are the same shape.
 
 from __future__ import annotations
 
+from django.db import transaction
+
 from .. import conf
 
 vendor = "postgresql"
@@ -65,6 +67,11 @@ def install_sql() -> list[str]:
 def lock_session(cursor, session_id: str) -> None:
     """Serialise writers of one session until the transaction ends (advisory lock)."""
     cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", ["agent_sessions:" + session_id])
+
+
+def append_transaction(connection):
+    """A transaction around the advisory lock and the insert."""
+    return transaction.atomic(using=connection.alias)
 
 
 def search_messages(cursor, session_id: str | None, terms: list[str], limit: int) -> list[tuple]:

@@ -7,6 +7,8 @@ its first read, so two writers can never pick the same parent.
 
 from __future__ import annotations
 
+import contextlib
+
 vendor = "sqlite"
 
 BYTES_EXPR = "length(CAST({col} AS BLOB))"
@@ -64,6 +66,16 @@ def _match_expression(terms: list[str]) -> str:
 
 def lock_session(cursor, session_id: str) -> None:
     """Nothing to do: SQLite serialises writers (see the module docstring)."""
+
+
+def append_transaction(connection):
+    """No explicit transaction: the single ``INSERT … SELECT`` is atomic by itself.
+
+    A deferred ``BEGIN`` would let two writers both take a read lock and then
+    deadlock on the upgrade (SQLite then fails at once instead of waiting);
+    a lone write statement takes the write lock up front and waits its turn.
+    """
+    return contextlib.nullcontext()
 
 
 def search_messages(cursor, session_id: str | None, terms: list[str], limit: int) -> list[tuple]:

@@ -1,0 +1,53 @@
+# Two commands do all set-up on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PG_URL ?= host=127.0.0.1 port=5432 user=postgres dbname=postgres
+PYTEST_ARGS ?=
+
+.PHONY: install demo serve test test-sqlite test-postgres contract lint bench bench-smoke clean
+
+$(VENV)/.installed: requirements.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: install
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py load_demo
+	$(PY) manage.py runserver 127.0.0.1:8000
+
+test: install
+	$(MAKE) --no-print-directory test-sqlite
+	@if $(PY) -c "import psycopg; psycopg.connect('$(PG_URL)', connect_timeout=3).close()" 2>/dev/null; then \
+		$(MAKE) --no-print-directory test-postgres; \
+	elif [ -n "$$REQUIRE_POSTGRES" ]; then \
+		echo "PostgreSQL is required (REQUIRE_POSTGRES is set) but not reachable at $(PG_URL)"; exit 1; \
+	else \
+		echo "PostgreSQL not reachable at $(PG_URL): skipped the Postgres run (set REQUIRE_POSTGRES=1 to fail instead)"; \
+	fi
+
+test-sqlite: install
+	AGENT_SESSIONS_TEST_DB=sqlite $(PY) -m pytest $(PYTEST_ARGS)
+
+test-postgres: install
+	AGENT_SESSIONS_TEST_DB=postgres $(PY) -m pytest $(PYTEST_ARGS)
+
+contract: install
+	../shared/contract/run.sh . sqlite
+	../shared/contract/run.sh . postgres
+
+lint: install
+	$(VENV)/bin/ruff check .
+
+bench: install
+	$(PY) -m bench
+
+bench-smoke: install
+	$(PY) -m bench --smoke
+
+clean:
+	rm -rf $(VENV) db.sqlite3 tests/artifacts

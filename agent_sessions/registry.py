@@ -1,0 +1,69 @@
+"""Named session configurations, so a Celery worker can rebuild what a web process built.
+
+Callbacks (summarisers, providers) are Python objects a worker cannot receive
+over a broker; the task gets ``(name, session_id)`` instead and looks the
+configuration up here.  Configurations are registered at import time by
+modules named ``sessions.py`` in installed apps (auto-imported like
+``admin.py``) or by ``SessionManager(name=...)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from django.utils.module_loading import autodiscover_modules
+
+
+class SessionFactory(Protocol):
+    """Anything with ``get_session(session_id) -> Session`` (a SessionManager is one)."""
+
+    def get_session(self, session_id: str) -> Any: ...
+
+
+_REGISTRY: dict[str, SessionFactory] = {}
+_discovered = False
+
+
+class _CallableFactory:
+    def __init__(self, fn):
+        self._fn = fn
+
+    def get_session(self, session_id: str) -> Any:
+        return self._fn(session_id)
+
+
+def register(name: str, factory: Any) -> None:
+    """Register a configuration: an object with ``get_session(id)`` or a callable ``fn(id) -> Session``."""
+    if not isinstance(name, str) or not name:
+        raise ValueError("a configuration name must be a non-empty string")
+    if not hasattr(factory, "get_session"):
+        if not callable(factory):
+            raise TypeError("register() needs an object with get_session(id) or a callable")
+        factory = _CallableFactory(factory)
+    _REGISTRY[name] = factory
+
+
+def unregister(name: str) -> None:
+    """Forget a configuration (tests use this)."""
+    _REGISTRY.pop(name, None)
+
+
+def autodiscover() -> None:
+    """Import ``sessions.py`` of every installed app once, so their registrations run."""
+    global _discovered
+    if not _discovered:
+        _discovered = True
+        autodiscover_modules("sessions")
+
+
+def get(name: str) -> SessionFactory | None:
+    """The configuration registered under ``name`` (after autodiscovery), or None."""
+    if name not in _REGISTRY:
+        autodiscover()
+    return _REGISTRY.get(name)
+
+
+def names() -> list[str]:
+    """Registered configuration names."""
+    autodiscover()
+    return sorted(_REGISTRY)

@@ -1,0 +1,107 @@
+"""Long paths in a bounded number of queries, and race-free auto-parent across processes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from agent_sessions import Session
+from agent_sessions.models import Message
+from tests.conftest import msg
+from tests.support.build import bulk_chain
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.django_db
+def test_10000_deep_path_in_bounded_queries(session, django_assert_max_num_queries):
+    ids = bulk_chain(session.session_id, 10_000)
+    with django_assert_max_num_queries(3):
+        history = session.get_history()
+    assert [m["id"] for m in history] == ids
+    with django_assert_max_num_queries(2):
+        assert session.get_path_length() == 10_000
+    with django_assert_max_num_queries(3):
+        recent = session.get_recent_history(max_content_bytes=1_000)
+    assert recent.truncated and recent.messages[-1]["id"] == "m9999" and len(recent.messages) < 20
+    with django_assert_max_num_queries(2):
+        stats = session.get_history_row_stats()
+    assert len(stats) == 10_000
+
+
+@pytest.mark.django_db
+def test_append_cost_is_constant_in_history_length(session_id, django_assert_max_num_queries):
+    from django.test.utils import CaptureQueriesContext
+
+    small = Session.create().for_session(session_id + "-small")
+    bulk_chain(small.session_id, 10)
+    large = Session.create().for_session(session_id)
+    bulk_chain(large.session_id, 5_000)
+    counts = []
+    for s in (small, large):
+        with CaptureQueriesContext(connection) as ctx:
+            s.append_message(msg("tail"))
+        counts.append(len(ctx.captured_queries))
+        # savepoint, (advisory lock on Postgres), one INSERT … SELECT, release: never a history read.
+        assert all("WITH RECURSIVE" not in q["sql"] for q in ctx.captured_queries)
+        assert sum("INSERT INTO assistant_messages" in q["sql"] for q in ctx.captured_queries) == 1
+    assert counts[0] == counts[1] <= 4
+    assert large.get_path_length() == 5_001
+    row = Message.objects.get(session_id=session_id, message_id="tail")
+    assert row.parent_id == "m4999" and row.depth == 5_001
+
+
+@pytest.mark.django_db
+def test_foreign_rows_without_depth_fall_back_to_a_walk(session):
+    with connection.cursor() as cursor:
+        for i, parent in enumerate([None, "f0", "f1"]):
+            cursor.execute(
+                "INSERT INTO assistant_messages (id, session_id, parent_id, role, content, text_content) "
+                "VALUES (%s, %s, %s, %s, %s, %s)",
+                [f"f{i}", session.session_id, parent, "user",
+                 f'{{"id":"f{i}","role":"user","parts":[{{"type":"text","text":"foreign {i}"}}]}}', f"foreign {i}"],
+            )
+    assert session.get_path_length() == 3
+    session.append_message(msg("ours"))
+    assert [m["id"] for m in session.get_history()] == ["f0", "f1", "f2", "ours"]
+    assert session.get_path_length() == 4
+
+
+def _spawn_appenders(session_id: str, writers: int, count: int) -> None:
+    env = dict(os.environ, DJANGO_SETTINGS_MODULE="tests.settings",
+               AGENT_SESSIONS_DB_NAME=connection.settings_dict["NAME"], PYTHONPATH=str(ROOT))
+    procs = [
+        subprocess.Popen([sys.executable, "-m", "tests.support.appender", session_id, f"w{w}", str(count)],
+                         cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+        for w in range(writers)
+    ]
+    for proc in procs:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err[-2000:]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_processes_appending_make_one_linear_chain(session_id):
+    _spawn_appenders(session_id, writers=2, count=500)
+    session = Session.create().for_session(session_id)
+    rows = list(Message.objects.filter(session_id=session_id).values_list("message_id", "parent_id", "depth"))
+    assert len(rows) == 1_000
+    roots = [r for r in rows if r[1] is None]
+    assert len(roots) == 1
+    children: dict[str, int] = {}
+    for _, parent, _ in rows:
+        if parent is not None:
+            children[parent] = children.get(parent, 0) + 1
+    assert max(children.values()) == 1  # no unintended branch
+    history = session.get_history()
+    assert len(history) == 1_000
+    assert sorted(d for _, _, d in rows) == list(range(1, 1_001))
+    # Each writer's own messages keep their order along the chain.
+    for w in ("w0", "w1"):
+        mine = [int(m["id"].split("-")[1]) for m in history if m["id"].startswith(w)]
+        assert mine == list(range(500))
