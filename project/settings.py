@@ -103,5 +103,7 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "loggers": {"agent_sessions": {"handlers": ["console"], "level": os.environ.get("AGENT_SESSIONS_LOG_LEVEL", "INFO")}},
+    "loggers": {
+        "agent_sessions": {"handlers": ["console"], "level": os.environ.get("AGENT_SESSIONS_LOG_LEVEL", "INFO")},
+    },
 }
