@@ -327,6 +327,7 @@ def test_bytes_count_utf8(session):
     assert session.get_history_row_stats()[0].bytes == len(stored.encode("utf-8"))
 
 
+@pytest.mark.django_db(transaction=True)
 def test_async_twins(session):
     async def run():
         assert await session.aappend_message(msg("a")) is True

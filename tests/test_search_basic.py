@@ -68,7 +68,7 @@ def test_search_never_raises_a_database_error(session, query):
     assert isinstance(result, list)
     assert all(hit.id == "a" for hit in result)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM assistant_messages")
+        cursor.execute("SELECT count(*) FROM assistant_messages WHERE session_id = %s", [session.session_id])
         assert cursor.fetchone()[0] == 1
 
 
