@@ -26,6 +26,17 @@ DEFAULTS: dict[str, Any] = {
     "SUMMARIZER_BASE_URL": "https://api.openai.com/v1",
     "SUMMARIZER_MODEL": "gpt-4o-mini",
     "SUMMARIZER_API_KEY": None,
+    # Auto-compaction jobs (agent_sessions.tasks).
+    # How long a compaction run holds a session's lease before others may take it over.
+    "COMPACTION_LEASE_SECONDS": 600,
+    # Retries of a compaction task on transient errors (database, summariser network).
+    "COMPACTION_MAX_RETRIES": 5,
+    # Upper bound of the exponential retry backoff, in seconds.
+    "COMPACTION_RETRY_BACKOFF_MAX": 600,
+    # sweep_pending_compactions re-enqueues jobs left pending longer than this.
+    "COMPACTION_PENDING_GRACE_SECONDS": 60,
+    # Extra modules the worker imports to find named configurations (besides apps' sessions.py).
+    "CONFIG_MODULES": [],
 }
 
 
@@ -69,3 +80,66 @@ def summarizer_model() -> str:
 def summarizer_api_key() -> str | None:
     value = get("SUMMARIZER_API_KEY")
     return None if value is None else str(value)
+
+
+# ── context blocks and skills (appended by the context work) ──────
+DEFAULTS["SKILL_SCAN_WINDOW_BYTES"] = 1024 * 1024
+
+
+def skill_scan_window_bytes() -> int:
+    """Stored bytes of history read per window when restoring or unloading skills."""
+    return max(1, int(get("SKILL_SCAN_WINDOW_BYTES")))
+
+
+def compaction_lease_seconds() -> float:
+    return float(get("COMPACTION_LEASE_SECONDS"))
+
+
+def compaction_max_retries() -> int:
+    return int(get("COMPACTION_MAX_RETRIES"))
+
+
+def compaction_retry_backoff_max() -> int:
+    return int(get("COMPACTION_RETRY_BACKOFF_MAX"))
+
+
+def compaction_pending_grace_seconds() -> float:
+    return float(get("COMPACTION_PENDING_GRACE_SECONDS"))
+
+
+def config_modules() -> list[str]:
+    return [str(m) for m in get("CONFIG_MODULES") or []]
+
+
+# ── JSON API (appended by the API work) ────────────────────────────
+# Registered configuration (a named SessionManager) the API builds sessions
+# with; None: the API's default (a "memory" block, cached prompt, compaction).
+DEFAULTS["API_CONFIG"] = None
+# Largest request body the API reads, in bytes (413 above it); None: Django's
+# DATA_UPLOAD_MAX_MEMORY_SIZE, which Django enforces as well.
+DEFAULTS["API_MAX_BODY_BYTES"] = None
+# Largest page of sessions and of search results a client may ask for.
+DEFAULTS["API_MAX_PAGE_SIZE"] = 100
+# An API key's last_used_at is written at most this often (seconds).
+DEFAULTS["API_KEY_TOUCH_SECONDS"] = 60
+
+
+def api_config() -> str | None:
+    value = get("API_CONFIG")
+    return None if value in (None, "") else str(value)
+
+
+def api_max_body_bytes() -> int | None:
+    """The API's own body limit; None when only Django's limit applies."""
+    value = get("API_MAX_BODY_BYTES")
+    if value is None:
+        value = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return None if value is None else int(value)
+
+
+def api_max_page_size() -> int:
+    return max(1, int(get("API_MAX_PAGE_SIZE")))
+
+
+def api_key_touch_seconds() -> float:
+    return float(get("API_KEY_TOUCH_SECONDS"))

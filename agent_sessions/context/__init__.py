@@ -1,0 +1,16 @@
+"""Context blocks: providers, the block snapshot, prompt rendering, skills and the context tools."""
+
+from .block import ContextBlock
+from .blocks import BlockSpec, ContextBlocks
+from .providers import DjangoContextProvider, DjangoSearchProvider, StaticProvider
+from .storage_skills import StorageSkillProvider
+
+__all__ = [
+    "BlockSpec",
+    "ContextBlock",
+    "ContextBlocks",
+    "DjangoContextProvider",
+    "DjangoSearchProvider",
+    "StaticProvider",
+    "StorageSkillProvider",
+]

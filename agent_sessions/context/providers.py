@@ -1,0 +1,134 @@
+"""Built-in context providers over the Django database and plain text (SPEC §3.3)."""
+
+from __future__ import annotations
+
+from django.db import connections, router
+from django.utils import timezone
+
+from ..models import ContextBlockRecord, SearchEntry
+from ..storage import backends
+from ..storage.search_query import query_terms
+
+SEARCH_LIMIT = 10
+
+
+class StaticProvider:
+    """A readonly block with fixed text."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"StaticProvider({self.text[:30]!r})"
+
+    def get(self) -> str:
+        """The fixed text."""
+        return self.text
+
+
+class DjangoContextProvider:
+    """A writable block (or a stored prompt) kept as one row of ``cf_agents_context_blocks``.
+
+    ``key`` is the row's ``label``; without one, the block label passed to
+    :meth:`init` is used.  ``get()`` returns None when no row exists, so "never
+    stored" stays distinct from an empty stored value.
+    """
+
+    def __init__(self, key: str | None = None, *, using: str | None = None) -> None:
+        self.key = key
+        self.using = using
+
+    def __repr__(self) -> str:
+        return f"DjangoContextProvider({self.key!r})"
+
+    def init(self, label: str) -> None:
+        """Adopt the block label as the row key when none was given."""
+        if self.key is None:
+            self.key = label
+
+    def _db(self) -> str:
+        return self.using or router.db_for_write(ContextBlockRecord)
+
+    def _key(self) -> str:
+        if self.key is None:
+            raise ValueError("DjangoContextProvider has no key: pass one or register it as a context block")
+        return self.key
+
+    def get(self) -> str | None:
+        """The stored content, or None when nothing was ever stored under the key."""
+        row = ContextBlockRecord.objects.using(self._db()).filter(label=self._key()).values_list("content").first()
+        return None if row is None else row[0]
+
+    def set(self, content: str) -> None:
+        """Insert or replace the row."""
+        ContextBlockRecord.objects.using(self._db()).update_or_create(
+            label=self._key(), defaults={"content": content, "updated_at": timezone.now()}
+        )
+
+    def delete(self) -> bool:
+        """Remove the row; True if one existed."""
+        deleted, _ = ContextBlockRecord.objects.using(self._db()).filter(label=self._key()).delete()
+        return bool(deleted)
+
+
+class DjangoSearchProvider:
+    """A searchable block over ``cf_agents_search_entries`` (FTS5 on SQLite, tsvector + GIN on Postgres).
+
+    Entries are keyed by ``(label, key)`` where ``label`` is the block label given
+    to :meth:`init` (or ``label=`` here); ``get()`` summarises, ``search()`` ranks.
+    """
+
+    def __init__(self, *, using: str | None = None, label: str | None = None) -> None:
+        self.using = using
+        self.label = label
+
+    def __repr__(self) -> str:
+        return f"DjangoSearchProvider({self.label!r})"
+
+    def init(self, label: str) -> None:
+        """Adopt the block label as the entries' label when none was given."""
+        if self.label is None:
+            self.label = label
+
+    def _db(self) -> str:
+        return self.using or router.db_for_write(SearchEntry)
+
+    def _entries(self):
+        if self.label is None:
+            raise ValueError("DjangoSearchProvider has no label: register it as a context block first")
+        return SearchEntry.objects.using(self._db()).filter(label=self.label)
+
+    def get(self) -> str:
+        """A one-line summary for the prompt: how many entries are indexed."""
+        count = self._entries().count()
+        if not count:
+            return ""
+        return f"{count} {'entry' if count == 1 else 'entries'} indexed. Use search_context to find them."
+
+    def search(self, query: str, limit: int = SEARCH_LIMIT) -> list[dict]:
+        """Entries containing every word of ``query``, best first, as ``{"key", "content"}``."""
+        self._entries()  # validates the label
+        terms = query_terms(query)
+        if not terms:
+            return []
+        db = self._db()
+        with connections[db].cursor() as cursor:
+            rows = backends.for_alias(db).search_entries(cursor, self.label, terms, int(limit))
+        return [{"key": key, "content": content} for key, content in rows]
+
+    def set(self, key: str, content: str) -> None:
+        """Insert or replace the entry ``key`` (re-indexed by the database)."""
+        if not isinstance(key, str) or not key:
+            raise ValueError("entry key must be a non-empty string")
+        now = timezone.now()
+        self._entries().update_or_create(
+            label=self.label,
+            key=key,
+            defaults={"content": content, "updated_at": now},
+            create_defaults={"content": content, "created_at": now, "updated_at": now},
+        )
+
+    def delete(self, key: str) -> bool:
+        """Remove one entry; True if it existed."""
+        deleted, _ = self._entries().filter(key=key).delete()
+        return bool(deleted)

@@ -1,0 +1,96 @@
+"""AI tools a session offers the model: a JSON Schema, an ``execute`` that never raises, and SDK adapters.
+
+A tool's result is what the model reads, so failures (a bad label, a missing
+argument, a provider that broke) come back as a string starting with
+``Error:`` instead of an exception escaping into the agent loop.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from .asyncutils import acall, call
+
+logger = logging.getLogger(__name__)
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list, tuple),
+}
+
+
+class ToolArgumentError(ValueError):
+    """Arguments do not match the tool's schema (reported to the model as ``Error: ...``)."""
+
+
+class Tool:
+    """One AI tool: ``Tool(name, description, parameters, execute)``.
+
+    ``parameters`` is a JSON Schema object; the ``execute`` given may be a plain
+    function or a coroutine function taking the arguments as keywords.
+    """
+
+    def __init__(self, name: str, description: str, parameters: dict, execute: Callable[..., Any]) -> None:
+        self.name = name
+        self.description = description
+        self.parameters = parameters
+        self.function = execute
+
+    def __repr__(self) -> str:
+        return f"Tool({self.name!r})"
+
+    def execute(self, **arguments: Any) -> str:
+        """Run the tool; always returns a string (``Error: ...`` on bad input or failure)."""
+        try:
+            kwargs = self.validate(arguments)
+            return _as_text(call(self.function, **kwargs))
+        except Exception as exc:  # noqa: BLE001 - a tool reports, never raises
+            return self._report(exc)
+
+    async def aexecute(self, **arguments: Any) -> str:
+        """Async twin of :meth:`execute` (sync implementations run in Django's sync thread)."""
+        try:
+            kwargs = self.validate(arguments)
+            return _as_text(await acall(self.function, **kwargs))
+        except Exception as exc:  # noqa: BLE001 - a tool reports, never raises
+            return self._report(exc)
+
+    def validate(self, arguments: dict) -> dict:
+        """The arguments the schema declares, type-checked; ToolArgumentError otherwise."""
+        properties: dict = self.parameters.get("properties") or {}
+        kwargs = {k: v for k, v in arguments.items() if k in properties and v is not None}
+        for name in self.parameters.get("required") or []:
+            if name not in kwargs:
+                raise ToolArgumentError(f"missing required argument '{name}'")
+        for name, value in kwargs.items():
+            expected = _JSON_TYPES.get(properties[name].get("type"))
+            if expected and (not isinstance(value, expected) or (bool not in expected and isinstance(value, bool))):
+                raise ToolArgumentError(f"argument '{name}' must be of type {properties[name]['type']}")
+        return kwargs
+
+    def _report(self, exc: Exception) -> str:
+        if not isinstance(exc, ToolArgumentError | LookupError | ValueError):
+            logger.warning("tool %s failed", self.name, exc_info=exc)
+        message = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+        return f"Error: {message or type(exc).__name__}"
+
+    def to_openai(self) -> dict:
+        """Chat Completions tool definition: ``{"type": "function", "function": {...}}``."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+
+    def to_anthropic(self) -> dict:
+        """Anthropic Messages tool definition: ``{"name", "description", "input_schema"}``."""
+        return {"name": self.name, "description": self.description, "input_schema": self.parameters}
+
+
+def _as_text(result: Any) -> str:
+    return result if isinstance(result, str) else ("" if result is None else str(result))

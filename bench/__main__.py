@@ -1,0 +1,78 @@
+"""``python -m bench``: every workload on SQLite and Postgres, side by side in one process.
+
+Prints medians and ratios (ours ÷ reference) and writes a JSON copy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--smoke", action="store_true", help="100 rows per workload, 1 round (a quick check)")
+    parser.add_argument("-n", type=int, default=10_000, help="messages per session (default 10,000)")
+    parser.add_argument("--search-rows", type=int, default=100_000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
+    parser.add_argument("--no-peers", action="store_true")
+    parser.add_argument("--json", default="bench/results/latest.json")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.n, args.search_rows, args.rounds = 100, 1_000, 1
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.settings")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connections
+
+    from . import peers as peer_mod
+    from . import workloads
+    from .harness import dump_json, print_table
+
+    aliases = {"sqlite": "default", "postgres": "postgres"}
+    chosen = ["sqlite", "postgres"] if args.db == "both" else [args.db]
+    if "postgres" in chosen:
+        _fresh_postgres(connections["postgres"].settings_dict)
+    results = []
+    for database in chosen:
+        alias = aliases[database]
+        call_command("migrate", database=alias, verbosity=0, interactive=False)
+        dsn = connections[alias].settings_dict
+        peers = [] if args.no_peers else peer_mod.available(database, dsn)
+        print(f"== {database}: n={args.n}, rounds={args.rounds}, peers={[p.name for p in peers]}", flush=True)
+        results += workloads.append_one_by_one(alias, database, args.n, peers)
+        results += workloads.append_all(alias, database, args.n, peers, args.rounds)
+        results += workloads.history_reads(alias, database, args.n, peers, args.rounds)
+        results += workloads.search(alias, database, args.search_rows, args.rounds)
+        results += workloads.fork(alias, database, args.n, args.rounds)
+        for peer in peers:
+            peer.close()
+    if args.smoke and "postgres" in chosen:
+        connections["postgres"].close()
+        _fresh_postgres(connections["postgres"].settings_dict, create=False)
+    print()
+    print_table(results)
+    os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
+    dump_json(results, args.json)
+    print(f"JSON: {args.json}")
+    return 0
+
+
+def _fresh_postgres(settings_dict: dict, *, create: bool = True) -> None:
+    """Drop (and create) the benchmark database, so every run starts from the same empty state."""
+    import psycopg
+
+    with psycopg.connect(host=settings_dict["HOST"], port=settings_dict["PORT"], user=settings_dict["USER"],
+                         dbname="postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{settings_dict["NAME"]}" WITH (FORCE)')
+        if create:
+            conn.execute(f'CREATE DATABASE "{settings_dict["NAME"]}"')
+
+
+if __name__ == "__main__":
+    sys.exit(main())

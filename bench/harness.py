@@ -1,0 +1,74 @@
+"""Timing, rounds, medians and the result table."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class Result:
+    """One measured (workload, database, implementation) cell."""
+
+    workload: str
+    database: str
+    impl: str
+    median_s: float
+    rounds: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    start = time.perf_counter()
+    value = fn()
+    return time.perf_counter() - start, value
+
+
+def median_of(fn: Callable[[], Any], rounds: int, setup: Callable[[], Any] | None = None) -> float:
+    """Median wall time of ``fn`` over ``rounds`` runs (``setup`` runs untimed before each)."""
+    times = []
+    for _ in range(rounds):
+        if setup:
+            setup()
+        times.append(timed(fn)[0])
+    return statistics.median(times)
+
+
+def per_op_medians(times: list[float], window: int) -> tuple[float, float]:
+    """Median of the first and of the last ``window`` per-operation timings."""
+    window = max(1, min(window, len(times) // 2 or 1))
+    return statistics.median(times[:window]), statistics.median(times[-window:])
+
+
+def fmt_time(seconds: float) -> str:
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.0f} µs"
+    if seconds < 1:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds:.2f} s"
+
+
+def print_table(results: list[Result]) -> None:
+    """Rows grouped by workload and database; ratio = ours ÷ each reference."""
+    groups: dict[tuple[str, str], list[Result]] = {}
+    for r in results:
+        groups.setdefault((r.workload, r.database), []).append(r)
+    header = f"{'workload':<44} {'db':<9} {'impl':<26} {'median':>10} {'ours ÷ this':>12}"
+    print(header)
+    print("-" * len(header))
+    for (workload, database), rows in groups.items():
+        ours = next((r for r in rows if r.impl == "ours"), None)
+        for r in rows:
+            ratio = "" if ours is None or r is ours or r.median_s == 0 else f"{ours.median_s / r.median_s:.2f}"
+            note = "  " + ", ".join(f"{k}={v}" for k, v in r.extra.items()) if r.extra else ""
+            print(f"{workload:<44} {database:<9} {r.impl:<26} {fmt_time(r.median_s):>10} {ratio:>12}{note}")
+        print()
+
+
+def dump_json(results: list[Result], path: str) -> None:
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump([asdict(r) for r in results], fh, indent=2, default=str)

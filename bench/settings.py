@@ -1,0 +1,28 @@
+"""Django settings for the benchmarks: one SQLite and one Postgres alias, side by side in one process."""
+
+import os
+import tempfile
+
+from project.settings import *  # noqa: F403
+
+_DIR = tempfile.mkdtemp(prefix="agent-sessions-bench-")
+BENCH_PG_NAME = os.environ.get("BENCH_PG_NAME", "agent_sessions_bench")
+
+DATABASES = {
+    "default": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": os.path.join(_DIR, "bench.sqlite3"),
+        "OPTIONS": {"timeout": 60},
+    },
+    "postgres": {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": BENCH_PG_NAME,
+        "USER": os.environ.get("PGUSER", "postgres"),
+        "PASSWORD": os.environ.get("PGPASSWORD", ""),
+        "HOST": os.environ.get("PGHOST", "127.0.0.1"),
+        "PORT": os.environ.get("PGPORT", "5432"),
+    },
+}
+DEBUG = False
+CELERY_TASK_ALWAYS_EAGER = True
+CELERY_BROKER_URL = "memory://"

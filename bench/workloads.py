@@ -1,0 +1,255 @@
+"""The workloads of issue 8, each measured for ours, raw SQL on the same database, and peers."""
+
+from __future__ import annotations
+
+import json
+import random
+import uuid
+from datetime import UTC, datetime
+
+from django.db import connections
+from tqdm import tqdm
+
+from agent_sessions.manager import SessionManager
+from agent_sessions.session import Session
+from agent_sessions.storage import orm
+from agent_sessions.tokens import estimate_one_message_tokens
+from agent_sessions.types import dump_message, text_content
+
+from .harness import Result, median_of, per_op_medians, timed
+
+WORDS = [f"w{i:04d}" for i in range(3000)] + ["deploy", "friday", "database", "weather", "kyoto", "invoice"]
+
+
+def message(i: int, text: str | None = None) -> dict:
+    return {
+        "id": f"m{i}",
+        "role": "user" if i % 2 == 0 else "assistant",
+        "parts": [{"type": "text", "text": text if text is not None else f"message {i} about the weather in kyoto"}],
+    }
+
+
+def peer_item(i: int) -> dict:
+    m = message(i)
+    return {"role": m["role"], "content": m["parts"][0]["text"]}
+
+
+class Raw:
+    """The practical floor: the same statements through the bare DB-API connection."""
+
+    def __init__(self, alias: str) -> None:
+        wrapper = connections[alias]
+        wrapper.ensure_connection()
+        self.vendor = wrapper.vendor
+        self.conn = wrapper.connection
+
+    def sql(self, text: str) -> str:
+        return text.replace("%s", "?") if self.vendor == "sqlite" else text
+
+    def now(self):
+        now = datetime.now(UTC)
+        return now.isoformat(sep=" ").replace("+00:00", "") if self.vendor == "sqlite" else now
+
+    def execute(self, text: str, params=()):
+        cur = self.conn.cursor()
+        cur.execute(self.sql(text), params)
+        return cur
+
+    def append(self, session_id: str, m: dict) -> None:
+        """Auto-parented append: the same INSERT … SELECT (and, on Postgres, lock) ours issues."""
+        tokens = estimate_one_message_tokens(m)
+        params = [m["id"], session_id, m["role"], dump_message(m), text_content(m), self.now(), tokens,
+                  tokens, tokens, session_id]
+        statement = orm._INSERT.format(parent=orm._LATEST_LEAF)
+        if self.vendor == "postgresql":
+            with self.conn.transaction():
+                cur = self.conn.cursor()
+                cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", ["agent_sessions:" + session_id])
+                cur.execute(statement, params)
+        else:
+            self.execute(statement, params)
+
+    def append_all(self, session_id: str, messages: list[dict]) -> None:
+        rows, total, parent = [], 0, None
+        for depth, m in enumerate(messages, start=1):
+            tokens = estimate_one_message_tokens(m)
+            total += tokens
+            rows.append((m["id"], session_id, parent, m["role"], dump_message(m), text_content(m), self.now(),
+                         tokens, depth, total))
+            parent = m["id"]
+        insert = self.sql(
+            "INSERT INTO assistant_messages (id, session_id, parent_id, role, content, text_content, created_at,"
+            " tokens, depth, path_tokens) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+        )
+        if self.vendor == "postgresql":
+            with self.conn.transaction():
+                self.conn.cursor().executemany(insert, rows)
+        else:
+            self.conn.execute("BEGIN")
+            self.conn.executemany(insert, rows)
+            self.conn.execute("COMMIT")
+
+    def leaf(self, session_id: str) -> str:
+        return self.execute(orm._LATEST_LEAF, [session_id]).fetchone()[0]
+
+    def history(self, session_id: str) -> list[dict]:
+        leaf = self.leaf(session_id)
+        cur = self.execute(
+            orm._PATH_CTE + "SELECT m.content FROM path JOIN assistant_messages m ON m.seq = path.seq "
+            "ORDER BY path.n DESC",
+            [session_id, leaf, session_id, 10**9],
+        )
+        return [json.loads(r[0]) for r in cur.fetchall()]
+
+    def recent(self, session_id: str, n: int) -> list[dict]:
+        leaf = self.leaf(session_id)
+        cur = self.execute(
+            orm._PATH_CTE.replace("WHERE path.n < %s", "WHERE path.n < %s AND path.n + 1 < " + str(n))
+            + "SELECT m.content FROM path JOIN assistant_messages m ON m.seq = path.seq ORDER BY path.n DESC",
+            [session_id, leaf, session_id, 10**9],
+        )
+        return [json.loads(r[0]) for r in cur.fetchall()]
+
+    def search(self, query: str, limit: int = 20) -> list:
+        words = query.split()
+        if self.vendor == "sqlite":
+            cur = self.execute(
+                "SELECT m.id, m.role, m.text_content, m.created_at, m.session_id FROM assistant_fts "
+                "JOIN assistant_messages m ON m.seq = assistant_fts.rowid WHERE assistant_fts MATCH %s "
+                "ORDER BY bm25(assistant_fts) LIMIT %s",
+                [" ".join(f'"{w}"' for w in words), limit],
+            )
+        else:
+            cur = self.execute(
+                "SELECT m.id, m.role, m.text_content, m.created_at, m.session_id "
+                "FROM assistant_messages m, plainto_tsquery('english', %s) q WHERE m.content_tsv @@ q "
+                "ORDER BY ts_rank(m.content_tsv, q) DESC LIMIT %s",
+                [query, limit],
+            )
+        return cur.fetchall()
+
+    def fork(self, source: str, target: str, leaf: str) -> int:
+        statement = (
+            orm._PATH_CTE
+            + "INSERT INTO assistant_messages (id, session_id, parent_id, role, content, text_content, created_at,"
+            " tokens, depth, path_tokens) SELECT 'f' || m.id, %s, CASE WHEN m.parent_id IS NULL THEN NULL ELSE"
+            " 'f' || m.parent_id END, m.role, m.content, m.text_content, m.created_at, m.tokens, m.depth,"
+            " m.path_tokens FROM path JOIN assistant_messages m ON m.seq = path.seq ORDER BY path.n DESC"
+        )
+        if self.vendor == "postgresql":
+            with self.conn.transaction():
+                return self.conn.cursor().execute(statement, [source, leaf, source, 10**9, target]).rowcount
+        return self.execute(statement, [source, leaf, source, 10**9, target]).rowcount
+
+
+def _sid(tag: str) -> str:
+    return f"bench-{tag}-{uuid.uuid4().hex[:8]}"
+
+
+def append_one_by_one(alias: str, database: str, n: int, peers: list) -> list[Result]:
+    """Workload 1: n auto-parented appends; per-append median at the start and at the end."""
+    window = max(10, n // 100)
+    results = []
+
+    def run(label: str, append) -> None:
+        times = []
+        for i in tqdm(range(n), desc=f"append ×{n} {label} [{database}]", leave=False):
+            times.append(timed(lambda i=i: append(i))[0])
+        start, end = per_op_medians(times, window)
+        results.append(Result("1. append one by one (per append, end)", database, label, end, n,
+                              {"start": f"{start * 1e6:.0f}µs", "end/start": f"{end / start:.2f}"}))
+
+    session = Session.create(using=alias).for_session(_sid("append"))
+    run("ours", lambda i: session.append_message(message(i)))
+    compacting = (
+        Session.create(using=alias).for_session(_sid("append-ca"))
+        .on_compaction(lambda messages, context=None: None).compact_after(10**12)
+    )
+    run("ours + compact_after", lambda i: compacting.append_message(message(i)))
+    raw, sid = Raw(alias), _sid("append-raw")
+    run("raw SQL", lambda i: raw.append(sid, message(i)))
+    for peer in peers:
+        run(peer.name, lambda i, peer=peer: peer.append(peer_item(i)))
+    return results
+
+
+def append_all(alias: str, database: str, n: int, peers: list, rounds: int) -> list[Result]:
+    """Workload 2: one call storing n messages."""
+    manager = SessionManager(using=alias)
+    batch = [message(i) for i in range(n)]
+    results = [Result("2. append_all", database, "ours", median_of(
+        lambda: manager.append_all(manager.create("bench").id, batch), rounds), rounds)]
+    raw = Raw(alias)
+    results.append(Result("2. append_all", database, "raw SQL", median_of(
+        lambda: raw.append_all(_sid("all-raw"), batch), rounds), rounds))
+    items = [peer_item(i) for i in range(n)]
+    for peer in peers:
+        results.append(Result("2. append_all", database, peer.name, median_of(
+            lambda peer=peer: peer.append_all(items), 1), 1))
+    return results
+
+
+def history_reads(alias: str, database: str, n: int, peers: list, rounds: int) -> list[Result]:
+    """Workload 3: the full history of an n-message path, and the last 50 messages."""
+    sid = _sid("history")
+    raw = Raw(alias)
+    raw.append_all(sid, [message(i) for i in range(n)])
+    session = Session.create(using=alias).for_session(sid)
+    assert len(session.get_history()) == n
+    results = [
+        Result("3a. history of the whole path", database, "ours", median_of(session.get_history, rounds), rounds),
+        Result("3a. history of the whole path", database, "raw SQL", median_of(lambda: raw.history(sid), rounds),
+               rounds),
+    ]
+    results.append(Result("3b. last 50 (get_recent_history)", database, "ours", median_of(
+        lambda: session.get_recent_history(max_content_bytes=50 * 120, min_recent_messages=50), rounds), rounds))
+    results.append(Result("3b. last 50 (get_recent_history)", database, "raw SQL",
+                          median_of(lambda: raw.recent(sid, 50), rounds), rounds))
+    for peer in peers:
+        # The peers' stores were filled with n items by workload 2 (or are filled here).
+        if len(peer.history()) < n:
+            peer.append_all([peer_item(i) for i in range(n)])
+        results.append(Result("3a. history of the whole path", database, peer.name,
+                               median_of(peer.history, rounds), rounds))
+        if peer.recent(50) is not None:
+            results.append(Result("3b. last 50 (get_recent_history)", database, peer.name,
+                                  median_of(lambda peer=peer: peer.recent(50), rounds), rounds))
+    return results
+
+
+def search(alias: str, database: str, rows: int, rounds: int) -> list[Result]:
+    """Workload 4: an English two-word search over ``rows`` messages in 100 sessions."""
+    rng = random.Random(7)
+    raw = Raw(alias)
+    per_session = max(1, rows // 100)
+    for s in tqdm(range(100), desc=f"search data {rows} rows [{database}]", leave=False):
+        batch = []
+        for i in range(per_session):
+            words = rng.sample(WORDS, 12)
+            if i % 100 == 7:  # 1 % of messages match the query
+                words[3:5] = ["deploying", "Friday"]
+            batch.append(message(i, " ".join(words)))
+        raw.append_all(_sid(f"search{s}"), batch)
+    query = "deploy friday"
+    ours = median_of(lambda: orm.search(query, limit=20, using=alias), rounds)
+    hits = len(orm.search(query, limit=20, using=alias))
+    return [
+        Result("4. search (English, 2 words)", database, "ours", ours, rounds, {"rows": rows, "hits": hits}),
+        Result("4. search (English, 2 words)", database, "raw SQL", median_of(lambda: raw.search(query), rounds),
+               rounds),
+    ]
+
+
+def fork(alias: str, database: str, n: int, rounds: int) -> list[Result]:
+    """Workload 5: fork of an n-message session (vs one raw INSERT … SELECT, and vs n appends)."""
+    manager = SessionManager(using=alias)
+    info = manager.create("fork source")
+    raw = Raw(alias)
+    raw.append_all(info.id, [message(i) for i in range(n)])
+    leaf = f"m{n - 1}"
+    ours = median_of(lambda: manager.fork(info.id, leaf, "fork"), rounds)
+    floor = median_of(lambda: raw.fork(info.id, _sid("fork-raw"), leaf), rounds)
+    return [
+        Result("5. fork", database, "ours", ours, rounds),
+        Result("5. fork", database, "raw SQL", floor, rounds),
+    ]
