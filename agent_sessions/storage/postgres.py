@@ -9,6 +9,8 @@ from __future__ import annotations
 from django.db import transaction
 
 from .. import conf
+from ..search import plan, tsquery
+from ..search.run import search_rows
 
 vendor = "postgresql"
 
@@ -74,29 +76,54 @@ def append_transaction(connection):
     return transaction.atomic(using=connection.alias)
 
 
-def search_messages(cursor, session_id: str | None, terms: list[str], limit: int) -> list[tuple]:
-    """Rows ``(id, role, text_content, created_at, session_id)``, best match first."""
-    cfg = conf.pg_text_search_config()
-    sql = (
-        "SELECT m.id, m.role, m.text_content, m.created_at, m.session_id "
-        "FROM assistant_messages m, plainto_tsquery(%s::regconfig, %s) q "
-        "WHERE m.content_tsv @@ q"
-    )
-    params: list = [cfg, " ".join(terms)]
-    if session_id is not None:
-        sql += " AND m.session_id = %s"
-        params.append(session_id)
-    sql += " ORDER BY ts_rank(m.content_tsv, q) DESC, m.seq LIMIT %s"
-    params.append(limit)
-    cursor.execute(sql, params)
-    return cursor.fetchall()
+def _compile(cursor, query, target, filters):
+    return tsquery.compile_query(query, target, filters, conf.pg_text_search_config())
 
 
-def search_entries(cursor, label: str, terms: list[str], limit: int) -> list[tuple]:
-    """Rows ``(key, content)`` of one label's entries, best match first."""
-    cursor.execute(
-        "SELECT e.key, e.content FROM cf_agents_search_entries e, plainto_tsquery(%s::regconfig, %s) q "
-        "WHERE e.content_tsv @@ q AND e.label = %s ORDER BY ts_rank(e.content_tsv, q) DESC, e.seq LIMIT %s",
-        [conf.pg_text_search_config(), " ".join(terms), label, limit],
+def search_messages(
+    cursor,
+    session_id: str | None,
+    terms,
+    limit: int,
+    *,
+    offset: int = 0,
+    role: str | tuple[str, ...] | None = None,
+    snippets: bool = False,
+) -> list[tuple]:
+    """Rows ``(id, role, text_content, created_at, session_id)`` (+ ``snippet`` when asked), best first.
+
+    ``terms``: a parsed query (``query_terms``) or a plain list of required words.
+    """
+    return search_rows(
+        cursor, _compile, plan.MESSAGES, terms,
+        scope=session_id, limit=limit, offset=offset, role=role, snippets=snippets,
+    )  # fmt: skip
+
+
+def search_entries(cursor, label: str, terms, limit: int, *, offset: int = 0, snippets: bool = False) -> list[tuple]:
+    """Rows ``(key, content)`` (+ ``snippet`` when asked) of one label's entries, best match first."""
+    return search_rows(
+        cursor, _compile, plan.ENTRIES, terms, scope=label, limit=limit, offset=offset, snippets=snippets
     )
-    return cursor.fetchall()
+
+
+def trigram_install_sql() -> list[str]:
+    """Substring (CJK) search: pg_trgm and GIN ``gin_trgm_ops`` indexes on the text columns (migration 0005)."""
+    return [
+        "CREATE EXTENSION IF NOT EXISTS pg_trgm",
+        "CREATE INDEX IF NOT EXISTS idx_assistant_msg_trgm ON assistant_messages "
+        "USING GIN (text_content gin_trgm_ops)",
+        "CREATE INDEX IF NOT EXISTS idx_search_entries_trgm ON cf_agents_search_entries "
+        "USING GIN (content gin_trgm_ops)",
+    ]
+
+
+# The extension stays: other applications in the database may use it.
+TRIGRAM_UNINSTALL = [
+    "DROP INDEX IF EXISTS idx_assistant_msg_trgm",
+    "DROP INDEX IF EXISTS idx_search_entries_trgm",
+]
+
+
+def reserve_write(cursor) -> None:
+    """Nothing to do: Postgres writers wait on row and advisory locks by themselves."""

@@ -1,16 +1,11 @@
-"""Turn a user's search text into safe terms: no user input ever reaches an engine as syntax."""
+"""Turn a user's search text into a parsed query: no user input ever reaches an engine as syntax.
+
+The language and its parser live in :mod:`agent_sessions.search`; this module
+keeps the seed's entry point, ``query_terms``, for the storage callers.
+"""
 
 from __future__ import annotations
 
-import re
+from ..search.args import QueryTerms, as_query, query_terms
 
-from .. import conf
-
-_WORD = re.compile(r"\w+", re.UNICODE)
-
-
-def query_terms(query: object) -> list[str]:
-    """The words of ``query`` (ANDed by every backend); ``[]`` for blank or non-text input."""
-    if not isinstance(query, str):
-        return []
-    return _WORD.findall(query[: conf.max_query_length()])
+__all__ = ["QueryTerms", "as_query", "query_terms"]

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import contextlib
 
+from ..search import fts5, plan
+from ..search.run import search_rows
+
 vendor = "sqlite"
 
 BYTES_EXPR = "length(CAST({col} AS BLOB))"
@@ -59,11 +62,6 @@ UNINSTALL = [
 ]
 
 
-def _match_expression(terms: list[str]) -> str:
-    # Every term becomes a quoted FTS5 string: implicit AND, no operators.
-    return " ".join('"' + t.replace('"', '""') + '"' for t in terms)
-
-
 def lock_session(cursor, session_id: str) -> None:
     """Nothing to do: SQLite serialises writers (see the module docstring)."""
 
@@ -78,35 +76,78 @@ def append_transaction(connection):
     return contextlib.nullcontext()
 
 
-def search_messages(cursor, session_id: str | None, terms: list[str], limit: int) -> list[tuple]:
-    """Rows ``(id, role, text_content, created_at, session_id)``, best match first."""
-    sql = (
-        "SELECT m.id, m.role, m.text_content, m.created_at, m.session_id "
-        "FROM assistant_fts JOIN assistant_messages m ON m.seq = assistant_fts.rowid "
-        "WHERE assistant_fts MATCH %s"
-    )
-    params: list = [_match_expression(terms)]
-    if session_id is not None:
-        sql += " AND m.session_id = %s"
-        params.append(session_id)
-    sql += " ORDER BY bm25(assistant_fts), m.seq LIMIT %s"
-    params.append(limit)
-    cursor.execute(sql, params)
-    return cursor.fetchall()
+def search_messages(
+    cursor,
+    session_id: str | None,
+    terms,
+    limit: int,
+    *,
+    offset: int = 0,
+    role: str | tuple[str, ...] | None = None,
+    snippets: bool = False,
+) -> list[tuple]:
+    """Rows ``(id, role, text_content, created_at, session_id)`` (+ ``snippet`` when asked), best first.
+
+    ``terms``: a parsed query (``query_terms``) or a plain list of required words.
+    """
+    return search_rows(
+        cursor, fts5.compile_query, plan.MESSAGES, terms,
+        scope=session_id, limit=limit, offset=offset, role=role, snippets=snippets,
+    )  # fmt: skip
 
 
-def search_entries(cursor, label: str, terms: list[str], limit: int) -> list[tuple]:
-    """Rows ``(key, content)`` of one label's entries, best match first."""
-    cursor.execute(
-        "SELECT e.key, e.content FROM cf_agents_search_fts "
-        "JOIN cf_agents_search_entries e ON e.seq = cf_agents_search_fts.rowid "
-        "WHERE cf_agents_search_fts MATCH %s AND e.label = %s "
-        "ORDER BY bm25(cf_agents_search_fts), e.seq LIMIT %s",
-        [_match_expression(terms), label, limit],
+def search_entries(cursor, label: str, terms, limit: int, *, offset: int = 0, snippets: bool = False) -> list[tuple]:
+    """Rows ``(key, content)`` (+ ``snippet`` when asked) of one label's entries, best match first."""
+    return search_rows(
+        cursor, fts5.compile_query, plan.ENTRIES, terms, scope=label, limit=limit, offset=offset, snippets=snippets
     )
-    return cursor.fetchall()
 
 
 def install_sql() -> list[str]:
     """Statements that create the FTS5 tables and the triggers that keep them in sync."""
     return list(_INSTALL)
+
+
+def _trigram_sql(fts: str, table: str, column: str) -> list[str]:
+    """A trigram FTS5 index over ``table.column`` (external content, rowid = seq) and its triggers."""
+    return [
+        f"""CREATE VIRTUAL TABLE IF NOT EXISTS {fts} USING fts5(
+            {column}, content='{table}', content_rowid='seq', tokenize='trigram')""",
+        f"""CREATE TRIGGER IF NOT EXISTS {fts}_ai AFTER INSERT ON {table} BEGIN
+            INSERT INTO {fts}(rowid, {column}) VALUES (new.seq, new.{column});
+        END""",
+        f"""CREATE TRIGGER IF NOT EXISTS {fts}_ad AFTER DELETE ON {table} BEGIN
+            INSERT INTO {fts}({fts}, rowid, {column}) VALUES ('delete', old.seq, old.{column});
+        END""",
+        f"""CREATE TRIGGER IF NOT EXISTS {fts}_au AFTER UPDATE OF {column} ON {table} BEGIN
+            INSERT INTO {fts}({fts}, rowid, {column}) VALUES ('delete', old.seq, old.{column});
+            INSERT INTO {fts}(rowid, {column}) VALUES (new.seq, new.{column});
+        END""",
+        f"INSERT INTO {fts}({fts}) VALUES ('rebuild')",
+    ]
+
+
+def trigram_install_sql() -> list[str]:
+    """Substring (CJK) search: trigram FTS5 tables beside the porter ones (migration 0005)."""
+    return [
+        *_trigram_sql(plan.MESSAGES.trigram, plan.MESSAGES.table, plan.MESSAGES.text),
+        *_trigram_sql(plan.ENTRIES.trigram, plan.ENTRIES.table, plan.ENTRIES.text),
+    ]
+
+
+TRIGRAM_UNINSTALL = [
+    f"{verb} IF EXISTS {fts}{suffix}"
+    for fts in (plan.MESSAGES.trigram, plan.ENTRIES.trigram)
+    for verb, suffix in (("DROP TRIGGER", "_ai"), ("DROP TRIGGER", "_ad"), ("DROP TRIGGER", "_au"), ("DROP TABLE", ""))
+]
+
+
+def reserve_write(cursor) -> None:
+    """Take the write lock first thing in a transaction (what ``BEGIN IMMEDIATE`` does).
+
+    A deferred transaction whose first statement touches an FTS5 table opens a
+    read transaction while connecting the virtual table; upgrading that to a
+    write fails at once with "database is locked" instead of waiting out the
+    busy timeout.  A write that changes nothing, issued first, waits like any other.
+    """
+    cursor.execute("UPDATE assistant_sessions SET id = id WHERE 1 = 0")

@@ -1,0 +1,190 @@
+"""Compile a :class:`Query` into SQLite SQL over FTS5 (porter words + trigram substrings).
+
+User text only ever appears as FTS5 *strings* (double-quoted, quotes doubled)
+inside a bound MATCH argument, or as bound LIKE/instr operands: never as
+FTS5 or SQL syntax.
+"""
+
+from __future__ import annotations
+
+from django.db import DatabaseError
+
+from .plan import Filters, Split, Target, occurrences_sql, split
+from .query import AnyOf, Query, Term
+from .snippet import ELLIPSIS, START, STOP
+
+_PROBE = "agent_sessions_stem_probe"
+EMPTY = "''"
+
+Variants = dict[str, tuple[str, ...]]
+
+
+def fts_string(text: str) -> str:
+    """``text`` as one FTS5 string (a phrase of its tokens): no operator survives."""
+    return '"' + text.replace('"', '""') + '"'
+
+
+def _tokens(cursor, words: list[str]) -> list[list[str]]:
+    """The porter tokens SQLite makes of each word, read back from a private temp FTS5 table."""
+    cursor.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_PROBE} USING fts5(w, tokenize='porter unicode61')")
+    cursor.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_PROBE}_v USING fts5vocab(temp, {_PROBE}, 'instance')")
+    cursor.executemany(f"INSERT INTO temp.{_PROBE}(rowid, w) VALUES (%s, %s)", list(enumerate(words)))
+    cursor.execute(f'SELECT doc, term FROM temp.{_PROBE}_v ORDER BY doc, "offset"')
+    rows = cursor.fetchall()
+    cursor.execute(f"DELETE FROM temp.{_PROBE}")
+    tokens: list[list[str]] = [[] for _ in words]
+    for doc, term in rows:
+        tokens[doc].append(term)
+    return tokens
+
+
+_VARIANTS: dict[str, tuple[str, ...]] = {}
+_VARIANTS_MAX = 20_000  # words remembered per process (the tokenizer is deterministic)
+
+
+def _probe_variants(cursor, words: list[str]) -> dict[str, tuple[str, ...]]:
+    stems = _tokens(cursor, words)
+    wanted: dict[str, tuple[str, str]] = {}
+    for word, toks in zip(words, stems, strict=True):
+        if len(toks) == 1 and len(toks[0]) > 2 and toks[0][-1] in "iy":
+            base = toks[0][:-1]
+            wanted[word] = (base + "yness", base + "y") if toks[0][-1] == "i" else (base + "ies", base + "i")
+    checked = _tokens(cursor, [c for c, _ in wanted.values()]) if wanted else []
+    found = {w: (c,) for (w, (c, alt)), toks in zip(wanted.items(), checked, strict=True) if toks == [alt]}
+    return {w: found.get(w, ()) for w in words}
+
+
+def stem_variants(cursor, query: Query) -> Variants:
+    """Extra query words that undo the Porter stemmer's y/i split, per word.
+
+    Porter stems ``deploy``/``deploying`` to ``deploi`` but ``deployment`` to
+    ``deploy``; a word whose stem ends in ``i`` (or ``y``) also matches the
+    other spelling, through a word that stems to it (``…yness`` / ``…ies``),
+    checked against SQLite's own tokenizer (cached). Best effort: none on error.
+    """
+    words = {t.text for t in [*query.terms, *query.excluded] if not t.cjk and not t.phrase}
+    missing = sorted(w for w in words if w not in _VARIANTS)
+    if missing:
+        try:
+            probed = _probe_variants(cursor, missing)
+        except DatabaseError:
+            return {}
+        if len(_VARIANTS) + len(probed) > _VARIANTS_MAX:
+            _VARIANTS.clear()
+        _VARIANTS.update(probed)
+    return {w: _VARIANTS[w] for w in words if _VARIANTS.get(w)}
+
+
+def _any(terms: tuple[Term, ...] | list[Term], variants: Variants) -> str:
+    strings = [fts_string(s) for t in terms for s in (t.text, *variants.get(t.text, ()))]
+    return "(" + " OR ".join(strings) + ")"
+
+
+def _all(groups: tuple[AnyOf, ...], variants: Variants) -> str:
+    return " AND ".join(_any(g.terms, variants) for g in groups)
+
+
+def _contains(text_col: str, term: Term) -> str:
+    return f"instr({text_col}, %s) > 0" if term.caseless else f"instr(lower({text_col}), lower(%s)) > 0"
+
+
+def _other_group(group: AnyOf, target: Target, params: list, variants: Variants) -> str:
+    """A mixed group: one IN over both indexes, or per-term tests when a term is short."""
+    words = [t for t in group.terms if not t.cjk]
+    subs = [t for t in group.terms if t.cjk and not t.short]
+    short = [t for t in group.terms if t.short]
+    selects = []
+    if words:
+        selects.append(f"SELECT rowid FROM {target.fts} WHERE {target.fts} MATCH %s")
+        params.append(_any(words, variants))
+    if subs:
+        selects.append(f"SELECT rowid FROM {target.trigram} WHERE {target.trigram} MATCH %s")
+        params.append(_any(subs, {}))
+    tests = [f"m.seq IN ({' UNION '.join(selects)})"] if selects else []
+    for term in short:
+        tests.append(_contains(f"m.{target.text}", term))
+        params.append(term.text)
+    return "(" + " OR ".join(tests) + ")"
+
+
+def _scope_sql(target: Target, filters: Filters, params: list, alias: str) -> list[str]:
+    where = []
+    if filters.scope is not None:
+        where.append(f"{alias}{target.scope} = %s")
+        params.append(filters.scope)
+    if filters.roles is not None and target.has_role:
+        where.append(f"{alias}role IN ({', '.join(['%s'] * len(filters.roles))})" if filters.roles else "1 = 0")
+        params.extend(filters.roles)
+    return where
+
+
+def compile_query(cursor, query: Query, target: Target, filters: Filters) -> tuple[str, list]:
+    """``(sql, params)`` selecting ``target.columns`` plus a snippet column (or NULL)."""
+    parts: Split = split(query)
+    variants = stem_variants(cursor, query)
+    word_expr = _all(parts.words, variants)
+    if word_expr and parts.excluded_words:
+        word_expr = f"({word_expr}) NOT {_any(parts.excluded_words, variants)}"
+    sub_expr = _all(parts.substrings, {})
+
+    select_params: list = []
+    if filters.snippets and (word_expr or sub_expr):
+        table, tokens = (target.fts, 12) if word_expr else (target.trigram, 32)
+        snippet = f"snippet({table}, 0, %s, %s, %s, {tokens})"
+        select_params += [START, STOP, ELLIPSIS]
+    else:
+        snippet = "NULL"
+    columns = ", ".join(f"m.{c}" for c in target.columns)
+
+    from_params: list = []
+    where_params: list = []
+    if parts.indexed:
+        source = f"{target.table} AS m"
+        where = _scope_sql(target, filters, where_params, "m.")
+    else:
+        # Nothing indexable is required: scan only the newest rows of the scope.
+        inner = _scope_sql(target, filters, from_params, "")
+        source = (
+            f"(SELECT * FROM {target.table}{' WHERE ' + ' AND '.join(inner) if inner else ''} "
+            "ORDER BY seq DESC LIMIT %s) AS m"
+        )
+        from_params.append(filters.scan_rows)
+        where = []
+    if word_expr:
+        source += f" JOIN {target.fts} ON {target.fts}.rowid = m.seq"
+        where.insert(0, f"{target.fts} MATCH %s")
+        where_params.insert(0, word_expr)
+    if sub_expr:
+        source += f" JOIN {target.trigram} ON {target.trigram}.rowid = m.seq"
+        at = 1 if word_expr else 0
+        where.insert(at, f"{target.trigram} MATCH %s")
+        where_params.insert(at, sub_expr)
+    for group in parts.other:
+        where.append(_other_group(group, target, where_params, variants))
+    if parts.excluded_words and not word_expr:
+        where.append(f"m.seq NOT IN (SELECT rowid FROM {target.fts} WHERE {target.fts} MATCH %s)")
+        where_params.append(_any(parts.excluded_words, variants))
+    for term in parts.excluded_substrings:
+        where.append(f"NOT {_contains(f'COALESCE(m.{target.text}, {EMPTY})', term)}")
+        where_params.append(term.text)
+
+    order, order_params = [], []
+    ranks = [f"bm25({t})" for t, used in ((target.fts, word_expr), (target.trigram, sub_expr)) if used]
+    if ranks:
+        order.append(" + ".join(ranks))
+    else:
+        needles = [t for t in query.terms if t.cjk]
+        if needles:
+            order.append(occurrences_sql(f"m.{target.text}", needles, "max") + " DESC")
+            order_params += [n.text for n in needles for _ in range(2)]
+    order.append("m.seq")
+
+    sql = (
+        f"SELECT {columns}, {snippet} FROM {source}"
+        + (" WHERE " + " AND ".join(where) if where else "")
+        + " ORDER BY "
+        + ", ".join(order)
+        + " LIMIT %s OFFSET %s"
+    )
+    params = select_params + from_params + where_params + order_params + [filters.limit, filters.offset]
+    return sql, params

@@ -1,0 +1,119 @@
+"""What both compilers share: the searched table, the caller's filters, result finishing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import snippet as snippets
+from .query import Query, Term
+
+
+@dataclass(frozen=True)
+class Target:
+    """A searchable table: its text column, returned columns, scope column and indexes."""
+
+    table: str
+    text: str
+    columns: tuple[str, ...]
+    scope: str
+    fts: str = ""  # SQLite: the porter FTS5 table
+    trigram: str = ""  # SQLite: the trigram FTS5 table
+    tsv: str = "content_tsv"  # Postgres: the generated tsvector column
+    has_role: bool = False
+
+
+MESSAGES = Target(
+    table="assistant_messages",
+    text="text_content",
+    columns=("id", "role", "text_content", "created_at", "session_id"),
+    scope="session_id",
+    fts="assistant_fts",
+    trigram="assistant_fts_trigram",
+    has_role=True,
+)
+ENTRIES = Target(
+    table="cf_agents_search_entries",
+    text="content",
+    columns=("key", "content"),
+    scope="label",
+    fts="cf_agents_search_fts",
+    trigram="cf_agents_search_fts_trigram",
+)
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Where and how many: scope value (None = everywhere), roles, page, snippets, scan bound."""
+
+    scope: str | None = None
+    roles: tuple[str, ...] | None = None
+    limit: int = 20
+    offset: int = 0
+    snippets: bool = False
+    scan_rows: int = 50_000
+
+
+@dataclass(frozen=True)
+class Split:
+    """A query sorted by which index can answer each part."""
+
+    words: tuple  # groups of only non-CJK terms (stemmed word index)
+    substrings: tuple  # groups of only CJK terms of trigram length
+    other: tuple  # mixed groups, or groups with a short CJK term
+    excluded_words: tuple[Term, ...]
+    excluded_substrings: tuple[Term, ...]
+
+    @property
+    def indexed(self) -> bool:
+        """Some required group is answered by an index; otherwise the scan is bounded."""
+        return bool(self.words or self.substrings or any(g.indexed for g in self.other))
+
+
+def split(query: Query) -> Split:
+    """Sort ``query``'s groups by index."""
+    words = tuple(g for g in query.groups if not any(t.cjk for t in g.terms))
+    subs = tuple(g for g in query.groups if all(t.cjk and not t.short for t in g.terms))
+    other = tuple(g for g in query.groups if g not in words and g not in subs)
+    return Split(
+        words,
+        subs,
+        other,
+        tuple(t for t in query.excluded if not t.cjk),
+        tuple(t for t in query.excluded if t.cjk),
+    )
+
+
+def like_pattern(text: str) -> str:
+    """``%text%`` with LIKE wildcards escaped (escape character: backslash)."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def occurrences_sql(text_col: str, needles: list[Term], greatest: str) -> str:
+    """SQL summing how often each needle (each bound twice) occurs; case folded only where it matters.
+
+    ``greatest`` is the vendor's two-argument maximum (``max`` / ``greatest``).
+    """
+    parts = []
+    for term in needles:
+        col, arg = (text_col, "%s") if term.caseless else (f"lower({text_col})", "lower(%s)")
+        parts.append(f"(length({col}) - length(replace({col}, {arg}, ''))) / {greatest}(length({arg}), 1)")
+    return " + ".join(parts)
+
+
+def finish(rows: list[tuple], query: Query, target: Target, filters: Filters) -> list[tuple]:
+    """Rows with the snippet column completed (or dropped when not asked for)."""
+    if not filters.snippets:
+        return [tuple(r[: len(target.columns)]) for r in rows]
+    text_at = target.columns.index(target.text)
+    needles = [t.text for t in query.terms]
+    cjk = [t.text for t in query.terms if t.cjk]
+    out = []
+    for row in rows:
+        *cols, made = row[: len(target.columns) + 1]
+        if made is None:
+            made = snippets.excerpt(cols[text_at] or "", needles)
+        elif cjk:
+            made = snippets.mark_outside(made, cjk)
+        out.append((*cols, made))
+    return out

@@ -1,0 +1,42 @@
+"""Run a compiled search on a cursor: argument checks, compile, execute, finish snippets."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from . import args as search_query
+from .plan import Filters, Target, finish
+from .query import Query
+
+Compiler = Callable[[object, Query, Target, Filters], tuple[str, list]]
+"""``(cursor, query, target, filters) -> (sql, params)``; the cursor lets a compiler probe the engine."""
+
+
+def search_rows(
+    cursor,
+    compile_query: Compiler,
+    target: Target,
+    terms: object,
+    *,
+    scope: str | None,
+    limit: object,
+    offset: object = 0,
+    role: object = None,
+    snippets: bool = False,
+) -> list[tuple]:
+    """Rows of ``target.columns`` (plus a snippet when asked), best match first; ``[]`` if nothing can match."""
+    query = search_query.as_query(terms)
+    limit, offset = search_query.page(limit, offset)
+    filters = Filters(
+        scope=scope,
+        roles=search_query.roles(role),
+        limit=limit,
+        offset=offset,
+        snippets=bool(snippets),
+        scan_rows=search_query.scan_rows(),
+    )
+    if not query or limit == 0 or (scope is not None and (not isinstance(scope, str) or "\x00" in scope)):
+        return []
+    sql, params = compile_query(cursor, query, target, filters)
+    cursor.execute(sql, params)
+    return finish(cursor.fetchall(), query, target, filters)

@@ -1,0 +1,134 @@
+"""Compile a :class:`Query` into Postgres SQL: a tsquery built from bound text, plus pg_trgm substrings.
+
+Each word goes through ``plainto_tsquery`` and each phrase through
+``phraseto_tsquery`` (both parse their argument as plain text, never as
+tsquery syntax); the results are combined with the tsquery operators
+``&&``, ``||`` and ``!!`` in SQL. CJK terms become ``ILIKE '%…%'`` tests
+(escaped, bound) that a ``gin_trgm_ops`` index serves.
+"""
+
+from __future__ import annotations
+
+from .plan import Filters, Target, like_pattern, occurrences_sql, split
+from .query import AnyOf, Query, Term
+from .snippet import ELLIPSIS, START, STOP
+
+HEADLINE_OPTIONS = (
+    f'StartSel="{START}", StopSel="{STOP}", MaxWords=24, MinWords=8, ShortWord=2, '
+    f'MaxFragments=2, FragmentDelimiter=" {ELLIPSIS} "'
+)
+
+
+def _term(term: Term, config: str, params: list) -> str:
+    params += [config, term.text]
+    return f"{'phraseto_tsquery' if term.phrase else 'plainto_tsquery'}(%s::regconfig, %s)"
+
+
+def _any(terms: tuple[Term, ...] | list[Term], config: str, params: list) -> str:
+    return "(" + " || ".join(_term(t, config, params) for t in terms) + ")"
+
+
+def _ilike(text_col: str, term: Term, params: list, negate: bool = False) -> str:
+    params.append(like_pattern(term.text))
+    op = "LIKE" if term.caseless else "ILIKE"
+    return f"{text_col} {'NOT ' if negate else ''}{op} %s"
+
+
+def _other_group(group: AnyOf, target: Target, config: str, params: list) -> str:
+    tests = []
+    for term in group.terms:
+        if term.cjk:
+            tests.append(_ilike(f"m.{target.text}", term, params))
+        else:
+            tests.append(f"m.{target.tsv} @@ {_term(term, config, params)}")
+    return "(" + " OR ".join(tests) + ")"
+
+
+def _scope_sql(target: Target, filters: Filters, params: list, alias: str) -> list[str]:
+    where = []
+    if filters.scope is not None:
+        where.append(f"{alias}{target.scope} = %s")
+        params.append(filters.scope)
+    if filters.roles is not None and target.has_role:
+        where.append(f"{alias}role = ANY(%s)")
+        params.append(list(filters.roles))
+    return where
+
+
+def compile_query(query: Query, target: Target, filters: Filters, config: str) -> tuple[str, list]:
+    """``(sql, params)`` selecting ``target.columns`` plus a snippet column (or NULL)."""
+    parts = split(query)
+    tsq_params: list = []
+    pos_params: list = []
+    positive = " && ".join(_any(g.terms, config, pos_params) for g in parts.words)
+    tsq = ""
+    if positive:
+        # ``keep`` is false when every required word is a stop word: then nothing
+        # matches (rather than ``!!excluded`` alone matching nearly everything).
+        negative = f" && !!{_any(parts.excluded_words, config, tsq_params)}" if parts.excluded_words else ""
+        tsq = f"SELECT pos.p{negative} AS q, numnode(pos.p) > 0 AS keep FROM (SELECT {positive} AS p) pos"
+        tsq_params += pos_params
+
+    from_params: list = []
+    where_params: list = []
+    if parts.indexed:
+        source = f"{target.table} m"
+        where = _scope_sql(target, filters, where_params, "m.")
+    else:
+        # Nothing indexable is required: scan only the newest rows of the scope.
+        inner = _scope_sql(target, filters, from_params, "")
+        source = (
+            f"(SELECT * FROM {target.table}{' WHERE ' + ' AND '.join(inner) if inner else ''} "
+            "ORDER BY seq DESC LIMIT %s) m"
+        )
+        from_params.append(filters.scan_rows)
+        where = []
+    if tsq:
+        source += ", q"
+        where[:0] = ["q.keep", f"m.{target.tsv} @@ q.q"]
+    for group in parts.substrings:
+        where.append("(" + " OR ".join(_ilike(f"m.{target.text}", t, where_params) for t in group.terms) + ")")
+    for group in parts.other:
+        where.append(_other_group(group, target, config, where_params))
+    if parts.excluded_words and not tsq:
+        where.append(f"NOT COALESCE(m.{target.tsv} @@ {_any(parts.excluded_words, config, where_params)}, false)")
+    for term in parts.excluded_substrings:
+        where.append(_ilike(f"COALESCE(m.{target.text}, '')", term, where_params, negate=True))
+
+    ranks, rank_params = [], []
+    if tsq:
+        ranks.append(f"ts_rank_cd(m.{target.tsv}, q.q, 1)")
+    needles = [t for t in query.terms if t.cjk]
+    if needles:
+        ranks.append(occurrences_sql(f"m.{target.text}", needles, "greatest"))
+        rank_params += [n.text for n in needles for _ in range(2)]
+    rank_cols = "".join(f", {r} AS r{i}" for i, r in enumerate(ranks))
+    order = "".join(f"r{i} DESC, " for i in range(len(ranks)))
+
+    columns = ", ".join(f"m.{c}" for c in target.columns)
+    inner_sql = (
+        f"SELECT {columns}, m.seq{rank_cols} FROM {source}"
+        + (" WHERE " + " AND ".join(where) if where else "")
+        + f" ORDER BY {order}m.seq LIMIT %s OFFSET %s"
+    )
+    params = rank_params + from_params + where_params + [filters.limit, filters.offset]
+
+    hit_columns = ", ".join(f"hit.{c}" for c in target.columns)
+    headline_params: list = []
+    if tsq and filters.snippets:
+        headline = f"ts_headline(%s::regconfig, hit.{target.text}, q.q, %s)"
+        headline_params = [config, HEADLINE_OPTIONS]
+    else:
+        headline = "NULL"
+    sql = (
+        f"SELECT {hit_columns}, {headline} FROM ({inner_sql}) hit"
+        + (", q" if tsq else "")
+        + " ORDER BY "
+        + "".join(f"hit.r{i} DESC, " for i in range(len(ranks)))
+        + "hit.seq"
+    )
+    params = headline_params + params
+    if tsq:
+        sql = f"WITH q AS MATERIALIZED ({tsq}) " + sql
+        params = tsq_params + params
+    return sql, params

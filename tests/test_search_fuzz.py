@@ -1,0 +1,67 @@
+"""Arbitrary unicode queries never raise through any search entry point (hypothesis)."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agent_sessions import DjangoSearchProvider, Session
+from agent_sessions.storage import backends, orm
+from agent_sessions.storage.search_query import query_terms
+from tests.conftest import msg
+
+pytestmark = pytest.mark.django_db
+
+# Pieces of syntax (ours and every engine's) mixed with arbitrary text.
+SYNTAX = [
+    '"', "-", "OR", "AND", "NOT", "NEAR(", "*", "^", ":", "(", ")", "&", "|", "!", "<->", "<2>", "'", "\\",
+    "%", "_", "\x00", "\ud800", "会議", "デプロイ", "金曜日", "deploy", "friday", " ", "　", "\n", "ﾃﾞﾌﾟﾛｲ", "İ",
+]  # fmt: skip
+queries = st.one_of(
+    st.text(max_size=60),
+    st.lists(st.one_of(st.sampled_from(SYNTAX), st.text(max_size=6)), max_size=12).map("".join),
+    st.lists(st.sampled_from(SYNTAX), max_size=20).map(" ".join),
+)
+FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@pytest.fixture
+def corpus(db):
+    session = Session.create().for_session("fuzz")
+    for i, text in enumerate(
+        ["deploy on friday", "金曜日にデプロイします", '会議 OR NEAR(x) "quoted" 100% _x_', "mixed deploy 会議"]
+    ):
+        session.append_message(msg(f"m{i}", text=text))
+    provider = DjangoSearchProvider()
+    provider.init("fuzz")
+    provider.set("k", "deploy 会議 friday")
+    return session, provider
+
+
+def _assert_hits(hits, valid):
+    assert isinstance(hits, list)
+    assert {h.id for h in hits} <= valid
+
+
+@FUZZ
+@given(query=queries)
+def test_every_entry_point_accepts_any_query(corpus, query):
+    session, provider = corpus
+    valid = {f"m{i}" for i in range(4)}
+    _assert_hits(orm.search(query), valid)
+    _assert_hits(orm.search(query, session_id="fuzz", limit=2, offset=1, role="user"), valid)
+    _assert_hits(session.search(query), valid)
+    assert {r["key"] for r in provider.search(query)} <= {"k"}
+    with connection.cursor() as cursor:
+        rows = backends.for_alias("default").search_entries(cursor, "fuzz", query_terms(query), 5, snippets=True)
+        assert {r[0] for r in rows} <= {"k"}
+        raw = backends.for_alias("default").search_messages(cursor, None, query.split(), 5, snippets=True)
+        assert {r[0] for r in raw} <= valid
+
+
+@FUZZ
+@given(scope=st.text(max_size=8), role=st.text(max_size=4))
+def test_any_scope_and_role_text(corpus, scope, role):
+    _assert_hits(orm.search("deploy", session_id=scope, role=role), {"m0", "m3"})
