@@ -33,6 +33,9 @@ class Message(models.Model):
     path_tokens = models.BigIntegerField(
         null=True, blank=True, help_text="Estimated tokens from the root to this message, inclusive."
     )
+    # Set on copies made by SessionManager.fork: the id this row was copied from
+    # (in the parent session), so bookmarks can be mapped onto the fork.
+    origin_id = models.TextField(null=True, blank=True, help_text="Id of the message this one was forked from.")
 
     class Meta:
         db_table = "assistant_messages"
@@ -133,3 +136,78 @@ class SearchEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.label}:{self.key}"
+
+
+class CompactionJob(models.Model):
+    """Auto-compaction state of one session (``agent_sessions_compaction_jobs``).
+
+    One row per session: the lease that keeps compaction single-flight across
+    processes, and the attempts, timestamps and last error an operator sees in
+    the admin.  Written by :mod:`agent_sessions.tasks` only.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending"
+        RUNNING = "running", "running"
+        SUCCEEDED = "succeeded", "succeeded"
+        FAILED = "failed", "failed"
+        IDLE = "idle", "idle"
+
+    session_id = models.TextField(unique=True)
+    config_name = models.TextField(default="", blank=True, help_text="Registry name; empty for inline (ad-hoc) runs.")
+    leaf_id = models.TextField(null=True, blank=True, help_text="Leaf the last request asked for (None: latest).")
+    force = models.BooleanField(default=False, help_text="Compact even under the threshold (a manual request).")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.IDLE, db_index=True)
+    attempts = models.IntegerField(default=0, help_text="Runs since the last request.")
+    last_error = models.TextField(default="", blank=True)
+    requested_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    lease_until = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        db_table = "agent_sessions_compaction_jobs"
+        ordering = ["-updated_at"]
+        verbose_name = "compaction job"
+
+    def __str__(self) -> str:
+        return f"{self.session_id}: {self.status}"
+
+
+class ApiKey(models.Model):
+    """A key for the JSON API (``Authorization: Bearer <token>``), acting as its owner.
+
+    Only a SHA-256 digest of the token is stored: tokens are 32 random bytes,
+    so a fast hash is enough (no dictionary to attack) and the plain token is
+    shown once, when the key is issued.  ``prefix`` (the token's first
+    characters) tells keys apart in the admin and narrows the lookup.
+    """
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="agent_session_api_keys")
+    name = models.CharField(max_length=100, blank=True, default="")
+    prefix = models.CharField(max_length=16, db_index=True, editable=False)
+    hashed_secret = models.CharField(
+        max_length=64, unique=True, editable=False, help_text="SHA-256 of the token (hex)."
+    )
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked = models.BooleanField(default=False)
+
+    class Meta:
+        db_table = "agent_sessions_api_keys"
+        ordering = ["-created_at"]
+        verbose_name = "API key"
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.name or self.owner})"
+
+    @classmethod
+    def issue(cls, owner, name: str = "", *, using: str | None = None) -> tuple[ApiKey, str]:
+        """Create a key for ``owner``; returns it with the plain token (not stored anywhere)."""
+        from .api.tokens import hash_token, new_token, token_prefix
+
+        token = new_token()
+        key = cls(owner=owner, name=name, prefix=token_prefix(token), hashed_secret=hash_token(token))
+        key.save(using=using)
+        return key, token

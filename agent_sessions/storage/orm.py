@@ -30,11 +30,15 @@ OMITTED = object()
 
 _COLUMNS = "id, session_id, parent_id, role, content, text_content, created_at, tokens, depth, path_tokens"
 
+# The newest row is the latest leaf in all but odd cases, so walk (session_id, seq)
+# backwards and probe for children per row.  A scalar subquery with LIMIT is not
+# pulled up into an anti-join: with NOT EXISTS, Postgres's planner (after ANALYZE,
+# seeing that almost every row has a child) scanned the whole table instead.
 _LATEST_LEAF = (
     "SELECT m.id, m.depth, m.path_tokens FROM assistant_messages m "
-    "WHERE m.session_id = %s AND NOT EXISTS ("
-    "  SELECT 1 FROM assistant_messages c WHERE c.session_id = m.session_id AND c.parent_id = m.id"
-    ") ORDER BY m.seq DESC LIMIT 1"
+    "WHERE m.session_id = %s AND ("
+    "  SELECT 1 FROM assistant_messages c WHERE c.session_id = m.session_id AND c.parent_id = m.id LIMIT 1"
+    ") IS NULL ORDER BY m.seq DESC LIMIT 1"
 )
 _EXPLICIT_PARENT = "SELECT m.id, m.depth, m.path_tokens FROM assistant_messages m WHERE m.session_id = %s AND m.id = %s"
 _NO_PARENT = "SELECT m.id, m.depth, m.path_tokens FROM assistant_messages m WHERE 1 = 0"
@@ -271,9 +275,11 @@ class DjangoSessionProvider:
             for c in rows
         ]
 
-    def search_messages(self, query: str, limit: int = 20) -> list[SearchResult]:
-        """Messages of this session containing every word of ``query``, best match first."""
-        return search(query, session_id=self.session_id, limit=limit, using=self.using)
+    def search_messages(
+        self, query: str, limit: int = 20, *, offset: int = 0, role: str | list[str] | None = None
+    ) -> list[SearchResult]:
+        """Messages of this session matching ``query`` (see agent_sessions.search.query), best first."""
+        return search(query, session_id=self.session_id, limit=limit, offset=offset, role=role, using=self.using)
 
     # ── writes ──────────────────────────────────────────────────────
     def append_message(self, message: dict, parent_id=OMITTED) -> bool:
@@ -309,6 +315,9 @@ class DjangoSessionProvider:
         stored = validate_message(message)
         tokens = estimate_one_message_tokens(message)
         with transaction.atomic(using=self.using), self.connection.cursor() as cursor:
+            # The subtree repair below updates many rows: serialise with the session's other
+            # writers, or two updates repairing overlapping subtrees deadlock (Postgres).
+            self.backend.lock_session(cursor, self.session_id)
             cursor.execute(
                 "UPDATE assistant_messages SET role = %s, content = %s, text_content = %s, tokens = %s "
                 "WHERE session_id = %s AND id = %s",
@@ -326,6 +335,7 @@ class DjangoSessionProvider:
             return 0
         deleted = 0
         with transaction.atomic(using=self.using), self.connection.cursor() as cursor:
+            self.backend.lock_session(cursor, self.session_id)  # as in update_message
             for start in range(0, len(ids), 500):
                 chunk = ids[start : start + 500]
                 cursor.execute(
@@ -391,6 +401,22 @@ class DjangoSessionProvider:
             created_at=row.created_at,
         )
 
+    def add_compaction_if_unchanged(
+        self, summary: str, from_message_id: str, to_message_id: str, seen: frozenset[str]
+    ) -> StoredCompaction | None:
+        """Store an overlay only if the session's overlays are still exactly ``seen`` (else None).
+
+        Under the session's write lock, so of several compactions planned on the same
+        overlays only the first is stored.
+        """
+        with transaction.atomic(using=self.using), self.connection.cursor() as cursor:
+            self.backend.reserve_write(cursor)
+            self.backend.lock_session(cursor, self.session_id)
+            current = Compaction.objects.using(self.using).filter(session_id=self.session_id)
+            if set(current.values_list("compaction_id", flat=True)) != set(seen):
+                return None
+            return self.add_compaction(summary, from_message_id, to_message_id)
+
     # ── bulk (used by SessionManager: append_all, fork) ─────────────
     bulk_batch_size = 500
     """Rows per multi-row INSERT or ``IN (...)`` lookup in bulk operations."""
@@ -407,10 +433,12 @@ class DjangoSessionProvider:
             return AppendOutcome(inserted=False)
         stored = [validate_message(m) for m in messages]  # all or nothing
         with transaction.atomic(using=self.using):
+            with self.connection.cursor() as cursor:
+                self.backend.reserve_write(cursor)
             first = self.append_message_stats(messages[0], parent_id)
             totals = self._stored_totals([m["id"] for m in messages])  # the first one included
             now = timezone.now()
-            rows: list[Message] = []
+            rows: list[dict] = []
             previous = messages[0]["id"]
             for message, content in zip(messages[1:], stored[1:], strict=True):
                 mid = message["id"]
@@ -421,14 +449,14 @@ class DjangoSessionProvider:
                     path_tokens = None if path_tokens is None else path_tokens + tokens
                     totals[mid] = (previous, depth, path_tokens)
                     rows.append(
-                        Message(
-                            message_id=mid, session_id=self.session_id, parent_id=previous, role=message["role"],
-                            content=content, text_content=text_content(message), created_at=now,
-                            tokens=tokens, depth=depth, path_tokens=path_tokens,
-                        )
+                        {
+                            "id": mid, "parent_id": previous, "role": message["role"], "content": content,
+                            "text_content": text_content(message), "created_at": now,
+                            "tokens": tokens, "depth": depth, "path_tokens": path_tokens,
+                        }
                     )
                 previous = mid
-            Message.objects.using(self.using).bulk_create(rows, batch_size=self.bulk_batch_size)
+            self.insert_rows(rows)
         last_parent, depth, path_tokens = totals[previous]
         return AppendOutcome(
             inserted=first.inserted or bool(rows), parent_id=last_parent, depth=depth, path_tokens=path_tokens
@@ -461,20 +489,62 @@ class DjangoSessionProvider:
         keys = ("id", "role", "content", "text_content", "created_at", "tokens")
         return [dict(zip(keys, (*r[:4], as_datetime(r[4]), r[5]), strict=True)) for r in rows]
 
+    bulk_columns = (
+        "id", "parent_id", "role", "content", "text_content", "created_at",
+        "tokens", "depth", "path_tokens", "origin_id",
+    )
+    """Columns :meth:`insert_rows` fills (``session_id`` is this provider's)."""
+
+    def insert_rows(self, rows: list[dict]) -> None:
+        """Insert prepared rows (keys from ``bulk_columns``; missing → NULL) with multi-row INSERTs.
+
+        No validation, no conflict handling: callers computed parents and totals.
+        """
+        if not rows:
+            return
+        columns = ("session_id", *self.bulk_columns)
+        max_params = self.connection.features.max_query_params or 65_535
+        per_statement = max(1, min(self.bulk_batch_size, max_params // len(columns)))
+        adapt = self.connection.ops.adapt_datetimefield_value
+        now = timezone.now()
+        sql = f"INSERT INTO assistant_messages ({', '.join(columns)}) VALUES "
+        row_sql = f"({_placeholders(len(columns))})"
+        with self.connection.cursor() as cursor:
+            for start in range(0, len(rows), per_statement):
+                chunk = rows[start : start + per_statement]
+                params: list = []
+                for row in chunk:
+                    row = {**row, "created_at": adapt(row.get("created_at") or now)}
+                    params += [self.session_id, *(row.get(c) for c in self.bulk_columns)]
+                cursor.execute(sql + ", ".join([row_sql] * len(chunk)), params)
 
 def search(
-    query: str, *, session_id: str | None = None, limit: int = 20, using: str | None = None
+    query: str,
+    *,
+    session_id: str | None = None,
+    limit: int = 20,
+    using: str | None = None,
+    offset: int = 0,
+    role: str | tuple[str, ...] | None = None,
 ) -> list[SearchResult]:
-    """Full-text search over messages (one session, or all when ``session_id`` is None)."""
+    """Messages matching ``query`` (one session, or all when ``session_id`` is None), best first.
+
+    The query language is :mod:`agent_sessions.search.query` (words, "phrases",
+    OR, -excluded; CJK by substring). ``offset`` pages; ``role`` (a string or
+    several) filters. Each hit carries a highlighted ``snippet``.
+    """
     terms = query_terms(query)
-    limit = max(0, int(limit))
-    if not terms or limit == 0:
+    if not terms:
         return []
     alias = using or router.db_for_read(Message)
     backend = backends.for_alias(alias)
     with connections[alias].cursor() as cursor:
-        rows = backend.search_messages(cursor, session_id, terms, limit)
+        rows = backend.search_messages(
+            cursor, session_id, terms, limit, offset=offset, role=role, snippets=True
+        )
     return [
-        SearchResult(id=mid, role=role, content=content, created_at=as_datetime(created_at), session_id=sid)
-        for mid, role, content, created_at, sid in rows
+        SearchResult(
+            id=mid, role=who, content=content, created_at=as_datetime(created_at), session_id=sid, snippet=snippet
+        )
+        for mid, who, content, created_at, sid, snippet in rows
     ]

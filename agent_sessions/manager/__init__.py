@@ -1,0 +1,8 @@
+"""SessionManager: a registry of named sessions over ``assistant_sessions`` (SPEC §3.7)."""
+
+from __future__ import annotations
+
+from .core import SessionManager, get_registered
+from .records import SessionNotFound
+
+__all__ = ["SessionManager", "SessionNotFound", "get_registered"]

@@ -1,0 +1,283 @@
+"""SessionManager: lifecycle, convenience methods, fork, split, usage and cross-session search."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections import OrderedDict
+from typing import Any, Self
+
+from django.db import router, transaction
+
+from .. import conf, registry
+from ..asyncutils import with_async_twins
+from ..models import Message, SessionRecord
+from ..session import Session
+from ..storage import orm
+from ..storage.orm import OMITTED, AppendOutcome
+from ..tools import Tool
+from ..types import SearchResult, SessionInfo, StoredCompaction
+from . import fork as forking
+from . import records
+from .builder import RecordingBuilder
+from .history import HISTORY_DESCRIPTION, SearchableHistoryProvider, session_search_tool
+
+SPLIT_PREFIX = "[Context from previous session]\n\n"
+
+_ASYNC = (
+    "get_session",
+    "create",
+    "get",
+    "list",
+    "rename",
+    "delete",
+    "append",
+    "upsert",
+    "append_all",
+    "get_history",
+    "get_message_count",
+    "clear_messages",
+    "delete_messages",
+    "get_branches",
+    "fork",
+    "fork_mapping",
+    "add_compaction",
+    "get_compactions",
+    "compact_and_split",
+    "add_usage",
+    "search",
+    "tools",
+)
+
+
+def get_registered(name: str) -> Any:
+    """The configuration registered under ``name`` (a named SessionManager, usually), or None."""
+    return registry.get(name)
+
+
+@with_async_twins(*_ASYNC)
+class SessionManager(RecordingBuilder):
+    """Named sessions in ``assistant_sessions``, each a :class:`Session` built from one shared configuration.
+
+    ``SessionManager(using=None, name=None)`` starts the builder; a ``name``
+    registers the manager so a Celery worker can rebuild its sessions.
+    """
+
+    def __init__(self, using: str | None = None, *, name: str | None = None) -> None:
+        self._using = using
+        self.name = name
+        self._calls = []
+        self._sessions: OrderedDict[str, Session] = OrderedDict()  # LRU, bounded by conf
+        self._lock = threading.Lock()
+        if name is not None:
+            registry.register(name, self)
+
+    def __repr__(self) -> str:
+        return f"SessionManager(using={self._using!r}, name={self.name!r})"
+
+    @property
+    def using(self) -> str:
+        """The database alias: the one given, or what the routers pick for sessions."""
+        return self._using or router.db_for_write(SessionRecord)
+
+    # ── builder ─────────────────────────────────────────────────────
+    def with_searchable_history(self, label: str) -> Self:
+        """Add a readonly, searchable block over every session's history (its content: a session count)."""
+        provider = SearchableHistoryProvider(self._count_sessions, self.search)
+        return self._record("with_context", label, description=HISTORY_DESCRIPTION, provider=provider)
+
+    def _configuration_changed(self) -> None:
+        with self._lock:
+            self._sessions.clear()
+
+    def _count_sessions(self) -> int:
+        return SessionRecord.objects.using(self.using).count()
+
+    # ── sessions ────────────────────────────────────────────────────
+    def get_session(self, session_id: str) -> Session:
+        """The Session for an id, built from this configuration on first use and cached."""
+        with self._lock:
+            session = self._sessions.get(session_id)
+            if session is None:
+                session = self.replay(Session.create(using=self._using).for_session(session_id))
+                if self.name:
+                    session._config_name = self.name  # auto-compaction then runs as a Celery task
+                self._sessions[session_id] = session
+                while len(self._sessions) > conf.session_cache_size():
+                    self._sessions.popitem(last=False)  # a long-running process must not grow forever
+            else:
+                self._sessions.move_to_end(session_id)
+            return session
+
+    def _provider(self, session_id: str) -> orm.DjangoSessionProvider:
+        return self.get_session(session_id).storage
+
+    # ── lifecycle ───────────────────────────────────────────────────
+    def create(
+        self,
+        name: str,
+        *,
+        parent_session_id: str | None = None,
+        model: str | None = None,
+        source: str | None = None,
+    ) -> SessionInfo:
+        """Register a new session (id: uuid4 hex)."""
+        row = records.insert(
+            self.using,
+            records.check_text(name, "name"),
+            parent_session_id=records.check_text(parent_session_id, "parent_session_id", optional=True),
+            model=records.check_text(model, "model", optional=True),
+            source=records.check_text(source, "source", optional=True),
+        )
+        return records.to_info(row)
+
+    def get(self, session_id: str) -> SessionInfo | None:
+        """The session's registry row, or None."""
+        row = records.fetch(self.using, session_id)
+        return records.to_info(row) if row else None
+
+    def list(self) -> list[SessionInfo]:
+        """Every session, most recently updated first (ties: newest first)."""
+        return [records.to_info(r) for r in SessionRecord.objects.using(self.using).order_by(*records.LIST_ORDER)]
+
+    def rename(self, session_id: str, name: str) -> None:
+        """Rename a session (bumps ``updated_at``)."""
+        records.update(self.using, session_id, name=records.check_text(name, "name"))
+
+    def delete(self, session_id: str) -> None:
+        """Delete the session with its messages, overlays, namespaced context blocks, stored prompt and job row."""
+        with transaction.atomic(using=self.using):
+            records.purge(self.using, session_id)
+        with self._lock:
+            self._sessions.pop(session_id, None)
+
+    def _touch(self, session_id: str) -> None:
+        records.update(self.using, session_id)
+
+    # ── messages ────────────────────────────────────────────────────
+    def append(self, session_id: str, message: dict, parent_id: Any = OMITTED) -> str:
+        """Append like :meth:`Session.append_message`; returns the message id."""
+        self.get_session(session_id).append_message(message, parent_id)
+        self._touch(session_id)
+        return message["id"]
+
+    def upsert(self, session_id: str, message: dict, parent_id: Any = OMITTED) -> str:
+        """Insert the message, or replace the stored one with the same id in place (its parent is kept)."""
+        session = self.get_session(session_id)
+        if not session.append_message(message, parent_id):
+            session.update_message(message)
+        self._touch(session_id)
+        return message["id"]
+
+    def append_all(self, session_id: str, messages: list[dict], parent_id: Any = OMITTED) -> str | None:
+        """Append a chain: the first attaches like :meth:`append`, each next one under the one before.
+
+        One transaction, inserted in batches; returns the last id (None for ``[]``).
+        """
+        messages = list(messages)
+        if not messages:
+            return None
+        session = self.get_session(session_id)
+        outcome: AppendOutcome = session.storage.append_messages_bulk(messages, parent_id)
+        if outcome.inserted:
+            session._after_append(outcome, messages[-1])  # the auto-compaction check, once per batch
+        self._touch(session_id)
+        return messages[-1]["id"]
+
+    def get_history(self, session_id: str, leaf_id: str | None = None) -> list[dict]:
+        """Root→leaf path with overlays applied (see :meth:`Session.get_history`)."""
+        return self.get_session(session_id).get_history(leaf_id)
+
+    def get_message_count(self, session_id: str) -> int:
+        """Number of stored messages in the session (every branch)."""
+        return Message.objects.using(self.using).filter(session_id=session_id).count()
+
+    def clear_messages(self, session_id: str) -> None:
+        """Delete every message and overlay of the session."""
+        self.get_session(session_id).clear_messages()
+        self._touch(session_id)
+
+    def delete_messages(self, session_id: str, message_ids: list[str]) -> None:
+        """Delete messages by id (children stay, as roots)."""
+        self.get_session(session_id).delete_messages(message_ids)
+        self._touch(session_id)
+
+    def get_branches(self, session_id: str, message_id: str) -> list[dict]:
+        """Children of a message, oldest first."""
+        return self.get_session(session_id).get_branches(message_id)
+
+    # ── fork ────────────────────────────────────────────────────────
+    def fork(self, session_id: str, at_message_id: str, name: str) -> SessionInfo:
+        """Copy the path ending at ``at_message_id`` into a new session (``parent_session_id=session_id``).
+
+        Copies get new ids; :meth:`fork_mapping` maps originals to copies.  The
+        fork inherits model and source.  Unknown session → SessionNotFound;
+        a message not in it → ValueError (nothing is created either way).
+        """
+        source = records.fetch_or_raise(self.using, session_id)
+        with transaction.atomic(using=self.using):
+            row = records.insert(
+                self.using,
+                records.check_text(name, "name"),
+                parent_session_id=session_id,
+                model=source.model,
+                source=source.source,
+            )
+            if not forking.copy_path(self._provider(session_id), row.id, at_message_id):
+                raise ValueError(f"message {at_message_id!r} is not in session {session_id!r}")
+        return records.to_info(row)
+
+    def fork_mapping(self, fork_session_id: str) -> dict[str, str]:
+        """``{original message id: copied message id}`` of a fork."""
+        return forking.fork_mapping(self.using, fork_session_id)
+
+    # ── compaction ──────────────────────────────────────────────────
+    def add_compaction(self, session_id: str, summary: str, from_id: str, to_id: str) -> StoredCompaction:
+        """Store an overlay replacing ``from_id..to_id`` with ``summary`` on read."""
+        stored = self.get_session(session_id).add_compaction(summary, from_id, to_id)
+        self._touch(session_id)
+        return stored
+
+    def get_compactions(self, session_id: str) -> list[StoredCompaction]:
+        """Every overlay of the session, oldest first."""
+        return self.get_session(session_id).get_compactions()
+
+    def compact_and_split(self, session_id: str, summary: str, name: str | None = None) -> SessionInfo:
+        """End the session (``end_reason="compaction"``) and continue in a new one seeded with the summary.
+
+        The continuation inherits name (unless given), model and source, and has
+        ``parent_session_id=session_id``; its first message is an assistant
+        message ``"[Context from previous session]\\n\\n" + summary``.
+        """
+        if not isinstance(summary, str):
+            raise TypeError("summary must be a string")
+        old = records.fetch_or_raise(self.using, session_id)
+        with transaction.atomic(using=self.using):
+            records.update(self.using, session_id, end_reason="compaction")
+            row = records.insert(
+                self.using,
+                old.name if name is None else records.check_text(name, "name"),
+                parent_session_id=session_id,
+                model=old.model,
+                source=old.source,
+            )
+            text = {"type": "text", "text": SPLIT_PREFIX + summary}
+            self._provider(row.id).append_message({"id": uuid.uuid4().hex, "role": "assistant", "parts": [text]}, None)
+        return records.to_info(row)
+
+    # ── usage ───────────────────────────────────────────────────────
+    def add_usage(self, session_id: str, input_tokens: int, output_tokens: int, cost: float) -> None:
+        """Add token counts and cost with atomic in-database increments (safe under concurrency)."""
+        records.add_usage(self.using, session_id, input_tokens, output_tokens, cost)
+
+    # ── search and tools ────────────────────────────────────────────
+    def search(
+        self, query: str, *, limit: int = 20, offset: int = 0, role: str | list[str] | None = None
+    ) -> list[SearchResult]:
+        """Messages of every session matching ``query``, best first (with ``session_id``)."""
+        return orm.search(query, session_id=None, limit=limit, offset=offset, role=role, using=self._using)
+
+    def tools(self) -> dict[str, Tool]:
+        """AI tools of the manager: ``session_search``."""
+        tool = session_search_tool(self.search)
+        return {tool.name: tool}

@@ -1,0 +1,83 @@
+"""Copy one root→message path into another session in bulk, recording each copy's origin."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from ..models import Compaction, Message
+from ..storage.orm import DjangoSessionProvider
+from ..tokens import estimate_one_message_tokens
+from ..types import dump_message
+
+
+def copy_path(source: DjangoSessionProvider, target_session_id: str, at_message_id: str) -> dict[str, str]:
+    """Copy the path ending at ``at_message_id`` under new ids; returns ``{original id: new id}``.
+
+    One read for the path, multi-row INSERTs for the copies, and the overlays that
+    lie wholly on the path are carried over with mapped ids.  Run it inside a
+    transaction.  An unknown message copies nothing and returns ``{}``.
+    """
+    rows = source.get_path_rows(at_message_id)
+    if not rows:
+        return {}
+    mapping = {row["id"]: uuid.uuid4().hex for row in rows}
+    copies: list[dict] = []
+    parent: str | None = None
+    path_tokens = 0
+    for depth, row in enumerate(rows, start=1):
+        message = json.loads(row["content"])
+        message["id"] = mapping[row["id"]]
+        tokens = row["tokens"] if row["tokens"] is not None else estimate_one_message_tokens(message)
+        path_tokens += tokens
+        copies.append(
+            {
+                "id": message["id"],
+                "parent_id": parent,
+                "role": row["role"],
+                "content": dump_message(message),
+                "text_content": row["text_content"],
+                "created_at": row["created_at"],
+                "depth": depth,
+                "tokens": tokens,
+                "path_tokens": path_tokens,
+                "origin_id": row["id"],
+            }
+        )
+        parent = message["id"]
+    DjangoSessionProvider(target_session_id, using=source.using).insert_rows(copies)
+    _copy_overlays(source, target_session_id, [row["id"] for row in rows], mapping)
+    return mapping
+
+
+def _copy_overlays(
+    source: DjangoSessionProvider, target_session_id: str, path_ids: list[str], mapping: dict[str, str]
+) -> None:
+    """Overlays whose ``from`` and ``to`` both lie on the copied path, oldest first, with mapped ids."""
+    position = {mid: i for i, mid in enumerate(path_ids)}
+    carried = [
+        Compaction(
+            compaction_id=uuid.uuid4().hex,
+            session_id=target_session_id,
+            summary=overlay.summary,
+            from_message_id=mapping[overlay.from_message_id],
+            to_message_id=mapping[overlay.to_message_id],
+            created_at=overlay.created_at,
+        )
+        for overlay in source.get_compactions()
+        if overlay.from_message_id in position
+        and overlay.to_message_id in position
+        and position[overlay.from_message_id] <= position[overlay.to_message_id]
+    ]
+    Compaction.objects.using(source.using).bulk_create(carried, batch_size=source.bulk_batch_size)
+
+
+def fork_mapping(using: str, fork_session_id: str) -> dict[str, str]:
+    """``{original id: copy id}`` for the messages a fork copied from its parent session."""
+    rows = (
+        Message.objects.using(using)
+        .filter(session_id=fork_session_id, origin_id__isnull=False)
+        .order_by("seq")
+        .values_list("origin_id", "message_id")
+    )
+    return dict(rows)

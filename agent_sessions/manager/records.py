@@ -1,0 +1,113 @@
+"""Rows of ``assistant_sessions`` and everything keyed by a session id (create, touch, usage, purge)."""
+
+from __future__ import annotations
+
+import math
+import uuid
+from typing import Any
+
+from django.db import connections
+from django.db.models import F
+from django.db.models.functions import Right
+
+from ..exceptions import AgentSessionsError
+from ..models import Compaction, CompactionJob, ContextBlockRecord, Message, SearchEntry, SessionRecord
+from ..storage import backends
+from ..types import SessionInfo
+from . import clock
+
+# Newest first; the monotonic clock makes ties rare, the id makes them deterministic.
+LIST_ORDER = ("-updated_at", "-created_at", "-id")
+
+
+class SessionNotFound(AgentSessionsError, LookupError):
+    """No row in ``assistant_sessions`` has this id."""
+
+
+def to_info(row: SessionRecord) -> SessionInfo:
+    """The public dataclass for a registry row."""
+    return SessionInfo(
+        id=row.id,
+        name=row.name,
+        parent_session_id=row.parent_session_id,
+        model=row.model,
+        source=row.source,
+        input_tokens=int(row.input_tokens or 0),
+        output_tokens=int(row.output_tokens or 0),
+        estimated_cost=float(row.estimated_cost or 0),
+        end_reason=row.end_reason,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+def check_text(value: Any, what: str, *, optional: bool = False) -> str | None:
+    """Reject non-strings and NUL characters (Postgres TEXT cannot hold NUL)."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a string, not {type(value).__name__}")
+    if "\x00" in value:
+        raise ValueError(f"{what} must not contain NUL characters")
+    return value
+
+
+def insert(using: str, name: str, **fields: Any) -> SessionRecord:
+    """A new registry row with a fresh uuid4-hex id."""
+    stamp = clock.now()
+    return SessionRecord.objects.using(using).create(
+        id=uuid.uuid4().hex, name=name, created_at=stamp, updated_at=stamp, **fields
+    )
+
+
+def fetch(using: str, session_id: str) -> SessionRecord | None:
+    return SessionRecord.objects.using(using).filter(id=session_id).first()
+
+
+def fetch_or_raise(using: str, session_id: str) -> SessionRecord:
+    row = fetch(using, session_id)
+    if row is None:
+        raise SessionNotFound(f"no session with id {session_id!r}")
+    return row
+
+
+def update(using: str, session_id: str, **fields: Any) -> int:
+    """Update a row and bump ``updated_at``; returns rows changed (0 for an unknown id)."""
+    return SessionRecord.objects.using(using).filter(id=session_id).update(updated_at=clock.now(), **fields)
+
+
+def add_usage(using: str, session_id: str, input_tokens: int, output_tokens: int, cost: float) -> int:
+    """Atomic in-database increments, so concurrent callers never lose an update."""
+    for value, what in ((input_tokens, "input_tokens"), (output_tokens, "output_tokens")):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"{what} must be an int")
+    if not isinstance(cost, int | float) or isinstance(cost, bool) or not math.isfinite(cost):
+        raise ValueError("cost must be a finite number")
+    return update(
+        using,
+        session_id,
+        input_tokens=F("input_tokens") + input_tokens,
+        output_tokens=F("output_tokens") + output_tokens,
+        estimated_cost=F("estimated_cost") + float(cost),
+    )
+
+
+def _namespaced(model: type, using: str, session_id: str):
+    """Rows of a label-keyed table whose label ends with ``_<session id>`` (exact, case-sensitive)."""
+    suffix = f"_{session_id}"
+    return model.objects.using(using).alias(tail=Right("label", len(suffix))).filter(tail=suffix)
+
+
+def purge(using: str, session_id: str) -> None:
+    """Delete the session's messages, overlays, namespaced context blocks (incl. the stored prompt),
+    namespaced search entries, auto-compaction job and registry row.  Call inside a transaction."""
+    if not session_id:
+        raise ValueError("refusing to purge the default (empty) session namespace")
+    with connections[using].cursor() as cursor:
+        backends.for_alias(using).reserve_write(cursor)  # before the FTS-triggering deletes (SQLite)
+    Message.objects.using(using).filter(session_id=session_id).delete()
+    Compaction.objects.using(using).filter(session_id=session_id).delete()
+    _namespaced(ContextBlockRecord, using, session_id).delete()
+    _namespaced(SearchEntry, using, session_id).delete()
+    CompactionJob.objects.using(using).filter(session_id=session_id).delete()
+    SessionRecord.objects.using(using).filter(id=session_id).delete()

@@ -1,0 +1,137 @@
+"""SessionManager.fork: bulk copy of one path, origin mapping, overlays (SPEC §3.7)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from agent_sessions import SessionManager
+from agent_sessions.manager import SessionNotFound
+from agent_sessions.models import Message, SessionRecord
+from tests.conftest import msg
+
+pytestmark = pytest.mark.django_db
+
+
+def texts(messages):
+    return [m["parts"][0]["text"] for m in messages]
+
+
+@pytest.fixture
+def manager():
+    return SessionManager()
+
+
+@pytest.fixture
+def tree(manager):
+    """a → b → c, and b → d (the latest leaf), in a session with model/source."""
+    info = manager.create("Tree", model="m-1", source="web")
+    manager.append_all(info.id, [msg("a"), msg("b", "assistant"), msg("c")])
+    manager.append(info.id, msg("d"), "b")
+    return info.id
+
+
+def test_fork_copies_the_path_under_new_ids(manager, tree):
+    forked = manager.fork(tree, "c", "Fork")
+    assert (forked.name, forked.parent_session_id, forked.model, forked.source) == ("Fork", tree, "m-1", "web")
+    history = manager.get_history(forked.id)
+    assert texts(history) == ["a text", "b text", "c text"]
+    assert [m["role"] for m in history] == ["user", "assistant", "user"]
+    mapping = manager.fork_mapping(forked.id)
+    assert list(mapping) == ["a", "b", "c"]
+    assert [m["id"] for m in history] == list(mapping.values())
+    assert not set(mapping.values()) & {"a", "b", "c", "d"}
+    assert manager.fork_mapping(tree) == {}  # originals are not copies
+
+
+def test_fork_of_a_branch_point_copies_only_that_path(manager, tree):
+    at_d = manager.fork(tree, "d", "At d")
+    assert texts(manager.get_history(at_d.id)) == ["a text", "b text", "d text"]
+    assert manager.get_message_count(at_d.id) == 3
+    at_b = manager.fork(tree, "b", "At b")
+    assert texts(manager.get_history(at_b.id)) == ["a text", "b text"]
+    assert manager.get_branches(at_b.id, manager.fork_mapping(at_b.id)["b"]) == []
+    assert manager.get_message_count(tree) == 4  # the original is untouched
+
+
+def test_forked_session_sorts_first(manager, tree):
+    other = manager.create("Later").id
+    forked = manager.fork(tree, "c", "Fork")
+    assert [s.id for s in manager.list()][:3] == [forked.id, other, tree]
+
+
+def test_fork_copies_depth_and_token_totals(manager, tree):
+    forked = manager.fork(tree, "c", "Fork")
+    mapping = manager.fork_mapping(forked.id)
+
+    def totals(session_id, order):
+        rows = {
+            r[0]: r[1:]
+            for r in Message.objects.filter(session_id=session_id).values_list(
+                "message_id", "depth", "tokens", "path_tokens", "text_content", "created_at"
+            )
+        }
+        return [rows[i] for i in order]
+
+    assert totals(forked.id, mapping.values()) == totals(tree, mapping.keys())
+    copies = Message.objects.filter(session_id=forked.id).order_by("seq")
+    assert [(c.origin_id, c.parent_id) for c in copies] == [("a", None), ("b", mapping["a"]), ("c", mapping["b"])]
+
+
+def test_fork_then_diverge_leaves_the_original_alone(manager, tree):
+    forked = manager.fork(tree, "c", "Fork")
+    manager.append(forked.id, msg("e"))
+    assert texts(manager.get_history(forked.id)) == ["a text", "b text", "c text", "e text"]
+    assert texts(manager.get_history(tree, "c")) == ["a text", "b text", "c text"]
+    hits = manager.search("e text")
+    assert [(h.id, h.session_id) for h in hits] == [("e", forked.id)]
+    assert {h.session_id for h in manager.search("a text")} == {tree, forked.id}
+
+
+def test_fork_carries_overlays_that_lie_on_the_path(manager):
+    s = manager.create("Compacted").id
+    manager.append_all(s, [msg(i) for i in "abcdef"])
+    manager.append(s, msg("x"), "c")
+    inside = manager.add_compaction(s, "B to C", "b", "c")
+    manager.add_compaction(s, "D to F (past the fork point)", "d", "f")
+    manager.add_compaction(s, "sibling", "x", "x")
+    forked = manager.fork(s, "e", "Fork")
+    mapping = manager.fork_mapping(forked.id)
+    [carried] = manager.get_compactions(forked.id)
+    assert (carried.summary, carried.from_message_id, carried.to_message_id) == ("B to C", mapping["b"], mapping["c"])
+    assert carried.id != inside.id
+    history = manager.get_history(forked.id)
+    assert [m["id"] for m in history] == [mapping["a"], f"compaction_{carried.id}", mapping["d"], mapping["e"]]
+    assert texts(history) == texts(manager.get_history(s, "e"))
+
+
+def test_fork_of_a_fork_maps_to_its_parent(manager, tree):
+    first = manager.fork(tree, "c", "First")
+    first_ids = manager.fork_mapping(first.id)
+    second = manager.fork(first.id, first_ids["b"], "Second")
+    assert second.parent_session_id == first.id
+    assert list(manager.fork_mapping(second.id)) == [first_ids["a"], first_ids["b"]]
+
+
+def test_fork_of_unknown_message_or_session_creates_nothing(manager, tree):
+    with pytest.raises(ValueError):
+        manager.fork(tree, "missing", "Fork")
+    with pytest.raises(SessionNotFound):
+        manager.fork("no-such-session", "a", "Fork")
+    assert SessionRecord.objects.count() == 1
+    assert Message.objects.exclude(session_id=tree).count() == 0
+
+
+@pytest.mark.parametrize("n", [30, 600])
+def test_fork_query_count_does_not_grow_with_the_path(manager, n):
+    s = manager.create("Long").id
+    manager.append_all(s, [msg(f"m{i}", text=f"message {i}") for i in range(n)])
+    with CaptureQueriesContext(connection) as ctx:
+        forked = manager.fork(s, f"m{n - 1}", "Fork")
+    # Source row, savepoint, session insert, one path CTE, multi-row INSERTs (≥ 50 rows each even
+    # under SQLite's 999-parameter cap), overlays read, release: never a query per message.
+    assert len(ctx.captured_queries) <= 7 + math.ceil(n / 50)
+    assert manager.get_session(forked.id).get_path_length() == n
