@@ -109,7 +109,7 @@ class Session(ContextMixin, CompactionMixin):
             result = self._call("append_message", *args)
             outcome = AppendOutcome(inserted=result if isinstance(result, bool) else True)
         if outcome.inserted:
-            self._after_append(outcome)
+            self._after_append(outcome, message)
         return outcome.inserted
 
     def update_message(self, message: dict) -> Any:
@@ -170,10 +170,18 @@ class Session(ContextMixin, CompactionMixin):
             for m in self._call("get_history", leaf_id)
         ]
 
-    def search(self, query: str, *, limit: int = 20) -> list[SearchResult]:
-        """Messages of this session matching every word of ``query``, best first."""
+    def search(
+        self, query: str, *, limit: int = 20, offset: int = 0, role: str | list[str] | None = None
+    ) -> list[SearchResult]:
+        """Messages of this session matching ``query``, best first.
+
+        Words are ANDed; ``"phrases"``, ``OR`` and ``-excluded`` work as on web search
+        engines; CJK text matches by substring. ``offset``/``role`` need the ORM storage.
+        """
         if not hasattr(self._storage, "search_messages"):
             raise SearchNotSupported(f"{type(self._storage).__name__} cannot search messages")
+        if self._is_orm:
+            return self._storage.search_messages(query, limit, offset=offset, role=role)
         return self._call("search_messages", query, limit)
 
 
