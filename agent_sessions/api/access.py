@@ -1,0 +1,64 @@
+"""Ownership: a caller sees the sessions it owns (staff see all); anything else is a 404."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from ..manager import SessionManager
+from ..manager.records import LIST_ORDER
+from ..models import Message, SessionRecord
+from .auth import is_staff
+from .config import get_manager
+from .errors import not_found
+
+
+def caller(request: HttpRequest) -> Any:
+    """The authenticated user (set by the auth classes)."""
+    return request.auth  # type: ignore[attr-defined]
+
+
+def visible_sessions(request: HttpRequest, manager: SessionManager | None = None) -> QuerySet[SessionRecord]:
+    """Registry rows the caller may see, newest first."""
+    manager = manager or get_manager()
+    rows = SessionRecord.objects.using(manager.using).order_by(*LIST_ORDER)
+    user = caller(request)
+    return rows if is_staff(user) else rows.filter(owner_id=user.pk)
+
+
+def owned_record(request: HttpRequest, session_id: str, manager: SessionManager | None = None) -> SessionRecord:
+    """The caller's session row, or a 404 (the same whether it is missing or someone else's)."""
+    row = visible_sessions(request, manager).filter(id=session_id).first()
+    if row is None:
+        raise not_found("session")
+    return row
+
+
+def require_message(manager: SessionManager, session_id: str, message_id: str) -> None:
+    """404 unless the message is stored in the session."""
+    if not message_exists(manager, session_id, message_id):
+        raise not_found("message")
+
+
+def message_exists(manager: SessionManager, session_id: str, message_id: str) -> bool:
+    return Message.objects.using(manager.using).filter(session_id=session_id, message_id=message_id).exists()
+
+
+def set_owner(request: HttpRequest, manager: SessionManager, session_id: str) -> SessionRecord:
+    """Make the caller the owner of a session the API just created; returns the row."""
+    SessionRecord.objects.using(manager.using).filter(id=session_id).update(owner=caller(request))
+    return SessionRecord.objects.using(manager.using).get(id=session_id)
+
+
+def session_filter(request: HttpRequest, manager: SessionManager) -> Callable[[set[str]], set[str]] | None:
+    """``ids -> the ones the caller may see`` (None for staff, who see every session)."""
+    if is_staff(caller(request)):
+        return None
+
+    def allowed(ids: set[str]) -> set[str]:
+        return set(visible_sessions(request, manager).filter(id__in=ids).values_list("id", flat=True))
+
+    return allowed

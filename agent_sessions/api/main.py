@@ -1,0 +1,36 @@
+"""The NinjaAPI: routers, authentication, error handlers and request guards."""
+
+from __future__ import annotations
+
+from ninja import NinjaAPI
+
+from .. import __version__
+from . import errors, routes_compaction, routes_context, routes_messages, routes_search, routes_sessions, routes_tools
+from .auth import ApiKeyAuth, LoginSessionAuth
+from .limits import guard_request
+
+DESCRIPTION = """Conversation storage for LLM agents: sessions, tree-structured messages,
+search, compaction, context blocks and AI tools.
+
+Authenticate with an API key (`Authorization: Bearer ask_…`, see `manage.py create_api_key`)
+or a Django login session (unsafe methods then need the `X-CSRFToken` header).
+A client sees only the sessions it owns; errors are `{"detail": ..., "code": ...}`."""
+
+
+def build_api() -> NinjaAPI:
+    """A fresh NinjaAPI with every route (the module-level ``api`` is the one the urls mount)."""
+    api = NinjaAPI(
+        title="agent_sessions API",
+        version=__version__,
+        description=DESCRIPTION,
+        urls_namespace="agent_sessions_api",
+        auth=[ApiKeyAuth(), LoginSessionAuth()],
+    )
+    errors.install(api)
+    api.add_decorator(guard_request, mode="view")
+    for module in (routes_sessions, routes_messages, routes_search, routes_compaction, routes_context, routes_tools):
+        api.add_router("", module.router)
+    return api
+
+
+api = build_api()

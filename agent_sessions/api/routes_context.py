@@ -1,0 +1,96 @@
+"""Context blocks (list, get, replace, append) and the system prompt (freeze, refresh) of one session.
+
+Blocks are declared by the API's session configuration and namespaced by
+session id, so they are only reachable under a session the caller owns.
+"""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+from ninja import Router
+
+from ..manager import SessionManager
+from ..session import Session
+from .access import owned_record
+from .config import get_manager
+from .errors import not_found
+from .schemas import ERROR_STATUSES, ContextBlockList, ContextBlockOut, ContextWriteIn, ErrorOut, PromptOut
+
+router = Router(tags=["context"])
+
+
+def _session(request: HttpRequest, session_id: str) -> Session:
+    manager: SessionManager = get_manager()
+    owned_record(request, session_id, manager)
+    return manager.get_session(session_id)
+
+
+def _known(session: Session, label: str) -> None:
+    if session.get_context_block(label) is None:
+        raise not_found("context_block")
+
+
+@router.get(
+    "/sessions/{session_id}/context",
+    response={200: ContextBlockList, ERROR_STATUSES: ErrorOut},
+    summary="Context blocks",
+)
+def list_blocks(request: HttpRequest, session_id: str):
+    """Every block in registration order, with token usage and what it allows."""
+    return {"blocks": _session(request, session_id).get_context_blocks()}
+
+
+@router.get(
+    "/sessions/{session_id}/context/{label}",
+    response={200: ContextBlockOut, ERROR_STATUSES: ErrorOut},
+    summary="Get a context block",
+)
+def get_block(request: HttpRequest, session_id: str, label: str):
+    block = _session(request, session_id).get_context_block(label)
+    if block is None:
+        raise not_found("context_block")
+    return block
+
+
+@router.put(
+    "/sessions/{session_id}/context/{label}",
+    response={200: ContextBlockOut, ERROR_STATUSES: ErrorOut},
+    summary="Replace a context block",
+)
+def replace_block(request: HttpRequest, session_id: str, label: str, payload: ContextWriteIn):
+    """Replace a writable block's content (409 readonly; 422 over its ``max_tokens``, content unchanged)."""
+    session = _session(request, session_id)
+    _known(session, label)
+    return session.replace_context_block(label, payload.content)
+
+
+@router.post(
+    "/sessions/{session_id}/context/{label}/append",
+    response={200: ContextBlockOut, ERROR_STATUSES: ErrorOut},
+    summary="Append to a context block",
+)
+def append_block(request: HttpRequest, session_id: str, label: str, payload: ContextWriteIn):
+    """Append to a writable block (a newline is inserted unless the block is empty or the text starts with one)."""
+    session = _session(request, session_id)
+    _known(session, label)
+    return session.append_context_block(label, payload.content)
+
+
+@router.post(
+    "/sessions/{session_id}/system-prompt/freeze",
+    response={200: PromptOut, ERROR_STATUSES: ErrorOut},
+    summary="Freeze the system prompt",
+)
+def freeze_prompt(request: HttpRequest, session_id: str):
+    """The stored prompt; the first call renders and stores it (later block writes do not change it)."""
+    return {"prompt": _session(request, session_id).freeze_system_prompt()}
+
+
+@router.post(
+    "/sessions/{session_id}/system-prompt/refresh",
+    response={200: PromptOut, ERROR_STATUSES: ErrorOut},
+    summary="Refresh the system prompt",
+)
+def refresh_prompt(request: HttpRequest, session_id: str):
+    """Re-read every block, re-render and store the prompt."""
+    return {"prompt": _session(request, session_id).refresh_system_prompt()}

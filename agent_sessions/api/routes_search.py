@@ -1,0 +1,37 @@
+"""Full-text search: within one session, or across the caller's sessions."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+from ninja import Query, Router
+
+from .. import conf
+from .access import owned_record, session_filter
+from .config import get_manager
+from .schemas import ERROR_STATUSES, MAX_INT, ErrorOut, SearchOut
+from .search import search_owned, search_session
+
+router = Router(tags=["search"])
+
+_Q = Query(..., description="Words to find (all of them); quotes, OR and -exclusions where the backend supports them.")
+_LIMIT = Query(20, ge=1, le=MAX_INT, description="Hits to return (capped by AGENT_SESSIONS_API_MAX_PAGE_SIZE).")
+
+
+@router.get("/search", response={200: SearchOut, ERROR_STATUSES: ErrorOut}, summary="Search all your sessions")
+def search_all(request: HttpRequest, q: str = _Q, limit: int = _LIMIT):
+    """Best matches across the caller's sessions (each hit names its ``session_id``)."""
+    manager = get_manager()
+    limit = min(limit, conf.api_max_page_size())
+    allowed = session_filter(request, manager)
+    return {"results": search_owned(q, limit, using=manager.using, allowed=allowed)}
+
+
+@router.get(
+    "/sessions/{session_id}/search", response={200: SearchOut, ERROR_STATUSES: ErrorOut}, summary="Search a session"
+)
+def search_one(request: HttpRequest, session_id: str, q: str = _Q, limit: int = _LIMIT):
+    """Best matches within one session."""
+    manager = get_manager()
+    owned_record(request, session_id, manager)
+    limit = min(limit, conf.api_max_page_size())
+    return {"results": search_session(manager.get_session(session_id), q, limit)}

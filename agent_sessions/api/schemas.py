@@ -1,0 +1,258 @@
+"""Request and response bodies; they mirror the Python API's dataclasses (SPEC §3).
+
+Messages stay UIMessage JSON: an object with ``id``, ``role`` and ``parts``
+whose other keys (``createdAt``, metadata, …) and part contents round-trip
+unchanged.  Every string a client sends is checked for NUL characters, which
+Postgres TEXT cannot hold (they would otherwise surface as database errors).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from ninja import Schema
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+MAX_INT = 2**31 - 1
+"""Upper bound of counts and offsets a client sends (keeps SQL integers in range)."""
+MAX_TOKENS_PER_CALL = 10**12
+
+
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    return value
+
+
+Text = Annotated[str, AfterValidator(_no_nul)]
+Identifier = Annotated[str, Field(min_length=1), AfterValidator(_no_nul)]
+Limit = Annotated[int, Field(ge=1, le=MAX_INT)]
+Offset = Annotated[int, Field(ge=0, le=MAX_INT)]
+
+
+# ── errors ──────────────────────────────────────────────────────────
+class ErrorOut(Schema):
+    """Every error response: a human ``detail`` and a stable ``code``; validation errors list ``errors``."""
+
+    detail: str
+    code: str
+    errors: list[dict[str, Any]] | None = None
+
+
+# ── messages ────────────────────────────────────────────────────────
+class UIMessageIn(BaseModel):
+    """A UIMessage: ``id``, ``role``, ``parts`` and any other keys, kept as sent.
+
+    A plain pydantic model: ninja's ``Schema`` drops extra keys.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    id: Identifier
+    role: Identifier
+    parts: list[Any]
+
+
+class UIMessageOut(BaseModel):
+    """A stored UIMessage (or a compaction summary standing in for a range)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    role: str
+    parts: list[Any]
+
+
+def message_dict(message: UIMessageIn) -> dict[str, Any]:
+    """The message as the Python API takes it (declared keys first, then the client's extra keys)."""
+    return message.model_dump(mode="python")
+
+
+class AppendIn(Schema):
+    """``parent_id`` omitted: child of the latest leaf; ``null``: a new root; an id: child of that message."""
+
+    message: UIMessageIn
+    parent_id: Identifier | None = None
+
+
+class AppendOut(Schema):
+    id: str
+    inserted: bool
+
+
+class MessageList(Schema):
+    messages: list[UIMessageOut]
+
+
+class LeafOut(Schema):
+    message: UIMessageOut | None
+
+
+class PathLengthOut(Schema):
+    length: int
+
+
+class DeleteMessagesIn(Schema):
+    ids: list[Text] = Field(max_length=10_000)
+
+
+class DeletedOut(Schema):
+    deleted: int
+
+
+# ── sessions ────────────────────────────────────────────────────────
+class SessionCreate(Schema):
+    name: Text = ""
+    model: Text | None = None
+    source: Text | None = None
+    parent_session_id: Text | None = None
+
+
+class SessionRename(Schema):
+    name: Text
+
+
+class SessionOut(Schema):
+    """Mirrors :class:`agent_sessions.SessionInfo`."""
+
+    id: str
+    name: str
+    parent_session_id: str | None
+    model: str | None
+    source: str | None
+    input_tokens: int
+    output_tokens: int
+    estimated_cost: float
+    end_reason: str | None
+    created_at: datetime | None
+    updated_at: datetime | None
+
+
+class SessionPage(Schema):
+    items: list[SessionOut]
+    count: int
+    limit: int
+    offset: int
+
+
+class ForkIn(Schema):
+    at_message_id: Identifier
+    name: Text = ""
+
+
+class SplitIn(Schema):
+    summary: Text
+    name: Text | None = None
+
+
+class UsageIn(Schema):
+    input_tokens: int = Field(0, ge=0, le=MAX_TOKENS_PER_CALL)
+    output_tokens: int = Field(0, ge=0, le=MAX_TOKENS_PER_CALL)
+    cost: float = Field(0.0, ge=0, le=1e9, allow_inf_nan=False)
+
+
+# ── search ──────────────────────────────────────────────────────────
+class SearchResultOut(Schema):
+    """Mirrors :class:`agent_sessions.SearchResult`; ``content`` is the message's search text."""
+
+    id: str
+    role: str
+    content: str
+    created_at: datetime | str | None = None
+    session_id: str | None = None
+
+
+class SearchOut(Schema):
+    results: list[SearchResultOut]
+
+
+# ── compaction ──────────────────────────────────────────────────────
+class CompactIn(Schema):
+    leaf_id: Identifier | None = None
+
+
+class CompactionStatusOut(Schema):
+    """State of the session's compaction job (poll it after a 202)."""
+
+    session_id: str
+    status: str
+    error: str = ""
+    attempts: int | None = None
+    requested_at: datetime | None = None
+    finished_at: datetime | None = None
+    status_url: str | None = None
+
+
+class CompactionIn(Schema):
+    summary: Text
+    from_message_id: Identifier
+    to_message_id: Identifier
+
+
+class CompactionOut(Schema):
+    """Mirrors :class:`agent_sessions.StoredCompaction`."""
+
+    id: str
+    summary: str
+    from_message_id: str
+    to_message_id: str
+    created_at: datetime | str | None = None
+
+
+class CompactionList(Schema):
+    compactions: list[CompactionOut]
+
+
+# ── context and prompt ──────────────────────────────────────────────
+class ContextBlockOut(Schema):
+    """Mirrors :class:`agent_sessions.ContextBlock`."""
+
+    label: str
+    description: str | None
+    content: str
+    tokens: int
+    max_tokens: int | None
+    writable: bool
+    is_skill: bool
+    is_searchable: bool
+
+
+class ContextBlockList(Schema):
+    blocks: list[ContextBlockOut]
+
+
+class ContextWriteIn(Schema):
+    content: Text
+
+
+class PromptOut(Schema):
+    prompt: str
+
+
+# ── tools ───────────────────────────────────────────────────────────
+class ToolOut(Schema):
+    """A tool's JSON Schema definition (what an LLM SDK needs)."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class ToolList(Schema):
+    tools: list[ToolOut]
+
+
+class ToolCallIn(Schema):
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolResultOut(Schema):
+    """What the tool returned (``Error: …`` when the arguments were wrong; tools never raise)."""
+
+    name: str
+    result: str
+
+
+ERROR_STATUSES = frozenset({400, 401, 403, 404, 409, 413, 422})
+"""Statuses every operation documents with :class:`ErrorOut`."""

@@ -1,0 +1,105 @@
+"""Property-based test of the JSON API against its own OpenAPI schema (schemathesis, live server).
+
+The schema is served by ``live_server`` (127.0.0.1) and loaded from there.
+Each operation is its own test: schemathesis generates valid and invalid
+requests (authenticated with a Bearer key), and every response must not be a
+5xx and must match the documented schema.  Half of the examples address a
+real session (with messages, a memory block and tools), so generated bodies
+reach the code behind the ownership check.
+
+The operations are listed from the in-process schema at collection time; the
+hypothesis loop runs inside each test (schemathesis' lazy pytest fixture loader
+does not work with this pytest version).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agent_sessions.api.main import api as ninja_api
+from agent_sessions.manager import SessionManager
+from agent_sessions.models import ApiKey, SessionRecord
+
+try:
+    import schemathesis
+except ImportError:  # pragma: no cover - CI must have it; locally it may be missing
+    if os.environ.get("CI"):
+        raise
+    pytest.skip("schemathesis is not installed (requirements-dev-extra.txt)", allow_module_level=True)
+
+from schemathesis import GenerationMode  # noqa: E402
+from schemathesis.checks import not_a_server_error  # noqa: E402
+from schemathesis.specs.openapi.checks import response_schema_conformance  # noqa: E402
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+MAX_EXAMPLES = 15
+"""Examples per operation (29 operations: about a minute in all)."""
+
+OPERATIONS = [
+    (method.upper(), path) for path, methods in ninja_api.get_openapi_schema()["paths"].items() for method in methods
+]
+
+
+@pytest.fixture
+def fuzzer(django_user_model):
+    user = django_user_model.objects.create_user("fuzzer", "fuzzer@example.com", "pw")
+    return user, ApiKey.issue(user, "schemathesis")[1]
+
+
+def _real_session(owner) -> str:
+    """A fresh session of the fuzzer's with two messages (a DELETE in one example cannot starve the next)."""
+    manager = SessionManager()
+    sid = manager.create("fuzz").id
+    SessionRecord.objects.filter(id=sid).update(owner=owner)
+    manager.append(sid, {"id": "m1", "role": "user", "parts": [{"type": "text", "text": "hello world"}]})
+    manager.append(sid, {"id": "m2", "role": "assistant", "parts": [{"type": "text", "text": "hi there"}]})
+    return sid
+
+
+def _point_at_real_messages(case) -> None:
+    """Message ids in the query or a JSON body name ``m1`` (generated ones would almost never exist)."""
+    for container, keys in ((case.query, ("message_id", "leaf_id")), (case.body, MESSAGE_ID_FIELDS)):
+        if isinstance(container, dict):
+            for key in keys:
+                if isinstance(container.get(key), str):
+                    container[key] = "m1"
+
+
+MESSAGE_ID_FIELDS = ("at_message_id", "from_message_id", "to_message_id", "leaf_id", "parent_id")
+
+
+@pytest.mark.parametrize("method, path", OPERATIONS, ids=[f"{m} {p}" for m, p in OPERATIONS])
+def test_operation_conforms_to_schema(live_server, fuzzer, method, path):
+    user, token = fuzzer
+    schema = schemathesis.openapi.from_url(f"{live_server.url}/api/openapi.json")
+    operation = schema[path][method]
+    strategy = st.one_of(
+        operation.as_strategy(generation_mode=GenerationMode.POSITIVE),
+        operation.as_strategy(generation_mode=GenerationMode.NEGATIVE),
+    )
+    counter = itertools.count()
+    statuses: set[int] = set()
+
+    @given(case=strategy)
+    @settings(max_examples=MAX_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+    def check(case):
+        if "session_id" in (case.path_parameters or {}) and next(counter) % 2 == 0:
+            case.path_parameters["session_id"] = _real_session(user)
+            for name, value in (("message_id", "m1"), ("label", "memory"), ("name", "session_search")):
+                if name in case.path_parameters:
+                    case.path_parameters[name] = value
+            _point_at_real_messages(case)
+        response = case.call_and_validate(
+            headers={"Authorization": f"Bearer {token}"},
+            checks=[not_a_server_error, response_schema_conformance],
+        )
+        statuses.add(response.status_code)
+
+    check()
+    assert statuses and max(statuses) < 500
