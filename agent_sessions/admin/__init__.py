@@ -1,0 +1,7 @@
+"""Django admin of agent_sessions: sessions and their message trees, messages, overlays, compaction jobs,
+context blocks, search entries and API keys.
+
+Importing this package registers the ModelAdmins (Django's autodiscovery does).
+"""
+
+from . import api_keys, records, sessions  # noqa: F401  (registration side effects)

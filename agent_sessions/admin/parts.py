@@ -1,0 +1,83 @@
+"""Turn a stored UIMessage's parts into small, template-friendly views.
+
+Parts keep whatever keys they carry (SPEC §3.1); the admin shows text and
+reasoning as text, tool calls by name with their input and output as
+pretty-printed JSON, and anything else as its JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+MAX_JSON_CHARS = 20_000
+"""Longer JSON is cut in the page (the export has it whole)."""
+
+
+@dataclass(frozen=True)
+class PartView:
+    """One part as the tree template renders it."""
+
+    kind: str  # "text", "reasoning", "tool" or "other"
+    type: str
+    text: str = ""
+    tool_name: str = ""
+    call_id: str = ""
+    state: str = ""
+    input: str = ""
+    output: str = ""
+    error: str = ""
+
+    @property
+    def has_output(self) -> bool:
+        return bool(self.output or self.error)
+
+
+def pretty(value: Any) -> str:
+    """Indented JSON (strings as they are), cut at :data:`MAX_JSON_CHARS`."""
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    if len(text) > MAX_JSON_CHARS:
+        return text[:MAX_JSON_CHARS] + f"\n… ({len(text) - MAX_JSON_CHARS} more characters)"
+    return text
+
+
+def _tool_view(part: dict, kind: str) -> PartView:
+    """A tool call in any of the AI SDK shapes: ``tool-<name>``, ``dynamic-tool`` or v4 ``tool-invocation``."""
+    body = part.get("toolInvocation") if isinstance(part.get("toolInvocation"), dict) else part
+    name = body.get("toolName") or (kind[5:] if kind.startswith("tool-") and kind != "tool-invocation" else "")
+    output = body.get("output", body.get("result"))
+    return PartView(
+        kind="tool",
+        type=kind,
+        tool_name=str(name or "tool"),
+        call_id=str(body.get("toolCallId") or ""),
+        state=str(body.get("state") or ""),
+        input=pretty(body.get("input", body.get("args"))),
+        output=pretty(output),
+        error=str(body.get("errorText") or ""),
+    )
+
+
+def part_view(part: Any) -> PartView:
+    """The view of one part."""
+    if not isinstance(part, dict):
+        return PartView(kind="other", type=type(part).__name__, text=pretty(part))
+    kind = str(part.get("type") or "")
+    if kind == "text":
+        return PartView(kind="text", type=kind, text=str(part.get("text") or ""))
+    if kind == "reasoning":
+        return PartView(kind="reasoning", type=kind, text=str(part.get("text") or part.get("reasoning") or ""))
+    if kind.startswith("tool-") or kind == "dynamic-tool" or "toolCallId" in part:
+        return _tool_view(part, kind)
+    return PartView(kind="other", type=kind or "part", text=pretty(part))
+
+
+def part_views(message: dict) -> list[PartView]:
+    """Views of every part of a message (``parts`` that is not a list shows as one JSON part)."""
+    parts = message.get("parts")
+    if not isinstance(parts, list):
+        return [part_view(parts)] if parts is not None else []
+    return [part_view(p) for p in parts]

@@ -1,0 +1,185 @@
+"""Admins of messages, compaction overlays, context blocks and search entries."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import quote as url_quote
+from urllib.parse import urlencode
+
+from django.contrib import admin
+from django.contrib.admin.utils import quote
+from django.db import router
+from django.db.models import Q, QuerySet
+from django.http import HttpRequest
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.text import Truncator
+
+from ..exceptions import AgentSessionsError
+from ..models import Compaction, CompactionJob, ContextBlockRecord, Message, SearchEntry
+from ..storage.orm import DjangoSessionProvider, search
+from .parts import part_views
+from .sessions import TreeMedia
+
+FTS_LIMIT = 200
+"""Search hits shown by the message changelist's search box."""
+
+
+def tree_link(session_id: str, focus: str | None = None, label: str | None = None) -> str:
+    """A link to the session's tree page (focused on a message when given)."""
+    url = reverse("admin:agent_sessions_sessionrecord_tree", args=[quote(session_id)])
+    if focus:
+        url += f"?{urlencode({'leaf': focus})}#msg-{url_quote(focus, safe='')}"
+    return format_html('<a href="{}">{}</a>', url, label or session_id or "(default)")
+
+
+def excerpt(text: str | None, chars: int = 100) -> str:
+    return Truncator(" ".join((text or "").split())).chars(chars)
+
+
+@admin.register(Message)
+class MessageAdmin(admin.ModelAdmin):
+    """Read-only view of stored messages; writes go through the Session API, which keeps totals right."""
+
+    list_display = ("message_id", "session", "role", "text", "tokens", "path_tokens", "depth", "created_at")
+    list_filter = ("role",)
+    search_fields = ("=message_id", "=session_id")
+    search_help_text = "Words from message text (full-text, every word must match), or an exact message/session id."
+    show_full_result_count = False
+    ordering = ("-seq",)
+    fields = ("message_id", "session", "parent_id", "role", "created_at", "tokens", "path_tokens", "depth",
+              "rendered", "raw_json")
+    readonly_fields = fields
+    Media = TreeMedia
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        queryset = super().get_queryset(request)
+        match = request.resolver_match
+        if match is not None and match.url_name and match.url_name.endswith("changelist"):
+            queryset = queryset.defer("content")  # the list shows text_content only
+        return queryset
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description="session", ordering="session_id")
+    def session(self, obj: Message) -> str:
+        return tree_link(obj.session_id, obj.message_id)
+
+    @admin.display(description="text")
+    def text(self, obj: Message) -> str:
+        return excerpt(obj.text_content)
+
+    @admin.display(description="message")
+    def rendered(self, obj: Message) -> str:
+        return render_to_string("admin/agent_sessions/tree/_parts.html", {"parts": part_views(obj.message)})
+
+    @admin.display(description="stored JSON")
+    def raw_json(self, obj: Message) -> str:
+        try:
+            text = json.dumps(obj.message, indent=2, ensure_ascii=False)
+        except ValueError:
+            text = obj.content
+        return format_html('<pre class="as-json">{}</pre>', text)
+
+    def get_search_results(self, request: HttpRequest, queryset: QuerySet, search_term: str) -> tuple[QuerySet, bool]:
+        """Exact ids, plus full-text hits across every session (storage.orm.search)."""
+        results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
+        if search_term.strip():
+            try:
+                hits = search(search_term, limit=FTS_LIMIT, using=router.db_for_read(Message))
+            except AgentSessionsError:
+                hits = []
+            if hits:
+                match = Q()
+                for hit in hits:
+                    match |= Q(session_id=hit.session_id, message_id=hit.id)
+                results = results | queryset.filter(match)
+        return results, may_have_duplicates
+
+    def delete_model(self, request: HttpRequest, obj: Message) -> None:
+        DjangoSessionProvider(obj.session_id).delete_messages([obj.message_id])
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
+        """Delete through the provider so the children's depth and path tokens are re-derived."""
+        by_session: dict[str, list[str]] = {}
+        for session_id, message_id in queryset.values_list("session_id", "message_id"):
+            by_session.setdefault(session_id, []).append(message_id)
+        for session_id, ids in by_session.items():
+            DjangoSessionProvider(session_id).delete_messages(ids)
+
+
+@admin.register(Compaction)
+class CompactionAdmin(admin.ModelAdmin):
+    list_display = ("compaction_id", "session", "from_message_id", "to_message_id", "short_summary", "created_at")
+    search_fields = ("=compaction_id", "=session_id", "summary")
+    readonly_fields = ("compaction_id", "session", "from_message_id", "to_message_id", "created_at")
+    fields = ("compaction_id", "session", "from_message_id", "to_message_id", "summary", "created_at")
+    ordering = ("-seq",)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # overlays come from compact()/add_compaction, which check the range
+
+    @admin.display(description="session", ordering="session_id")
+    def session(self, obj: Compaction) -> str:
+        return tree_link(obj.session_id, obj.to_message_id)
+
+    @admin.display(description="summary")
+    def short_summary(self, obj: Compaction) -> str:
+        return excerpt(obj.summary)
+
+
+@admin.register(ContextBlockRecord)
+class ContextBlockAdmin(admin.ModelAdmin):
+    list_display = ("label", "short_content", "size", "updated_at")
+    search_fields = ("label", "content")
+    ordering = ("label",)
+
+    @admin.display(description="content")
+    def short_content(self, obj: ContextBlockRecord) -> str:
+        return excerpt(obj.content)
+
+    @admin.display(description="characters")
+    def size(self, obj: ContextBlockRecord) -> int:
+        return len(obj.content or "")
+
+
+@admin.register(SearchEntry)
+class SearchEntryAdmin(admin.ModelAdmin):
+    list_display = ("label", "key", "short_content", "updated_at")
+    list_filter = ("label",)
+    search_fields = ("key", "content")
+    ordering = ("label", "key")
+
+    @admin.display(description="content")
+    def short_content(self, obj: SearchEntry) -> str:
+        return excerpt(obj.content)
+
+
+@admin.register(CompactionJob)
+class CompactionJobAdmin(admin.ModelAdmin):
+    """Compaction job state per session (written by the Celery task): where failures are recorded."""
+
+    list_display = ("session", "status", "config_name", "attempts", "error", "requested_at", "finished_at")
+    list_filter = ("status", "config_name")
+    search_fields = ("=session_id", "last_error")
+    ordering = ("-updated_at",)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description="session", ordering="session_id")
+    def session(self, obj: CompactionJob) -> str:
+        return tree_link(obj.session_id)
+
+    @admin.display(description="last error")
+    def error(self, obj: CompactionJob) -> str:
+        return excerpt(obj.last_error, 160)

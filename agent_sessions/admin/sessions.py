@@ -1,0 +1,271 @@
+"""Admin of the session registry: list with counts, the message-tree page and its actions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.utils import quote, unquote
+from django.core.exceptions import PermissionDenied
+from django.db import models, router
+from django.db.models import Count, F, IntegerField, OuterRef, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html
+
+from ..exceptions import AgentSessionsError
+from ..models import CompactionJob, Message, SessionRecord
+from ..storage.orm import search
+from . import export, hooks
+from .tree_page import Urls, fragment_context, tree_context
+
+FTS_LIMIT = 500
+"""Search hits considered when the changelist search box is used."""
+
+
+def message_count_subquery() -> Subquery:
+    """Messages per session as a correlated subquery (one changelist query, however many rows)."""
+    counts = (
+        Message.objects.filter(session_id=OuterRef("pk")).order_by().values("session_id")
+        .annotate(n=Count("seq")).values("n")
+    )
+    return Subquery(counts, output_field=IntegerField())
+
+
+def compaction_state_subquery() -> Subquery:
+    """The session's compaction job status (one row per session), as a correlated subquery."""
+    return Subquery(CompactionJob.objects.filter(session_id=OuterRef("pk")).values("status")[:1])
+
+
+class CompactionStateFilter(admin.SimpleListFilter):
+    """Sessions by the state of their compaction job (e.g. the failed ones)."""
+
+    title = "compaction"
+    parameter_name = "compaction"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [*CompactionJob.Status.choices, ("none", "never compacted")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        value = self.value()
+        if value == "none":
+            return queryset.exclude(pk__in=CompactionJob.objects.values("session_id"))
+        if value:
+            return queryset.filter(pk__in=CompactionJob.objects.filter(status=value).values("session_id"))
+        return queryset
+
+
+class TreeMedia:
+    css = {"all": ("agent_sessions/tree.css",)}
+    js = ("agent_sessions/tree.js",)
+
+
+@admin.register(SessionRecord)
+class SessionRecordAdmin(admin.ModelAdmin):
+    list_display = (
+        "__str__", "model", "source", "message_count", "tokens", "cost", "end_reason", "compaction",
+        "updated_at",
+    )
+    list_filter = ("model", "source", "end_reason", CompactionStateFilter)
+    search_fields = ("id", "name")
+    search_help_text = "Session id or name, or words from any message (full-text)."
+    raw_id_fields = ("owner",)
+    readonly_fields = ("created_at", "updated_at", "input_tokens", "output_tokens", "estimated_cost")
+    fieldsets = (
+        (None, {"fields": ("id", "name", "model", "source", "end_reason", "parent_session_id")}),
+        ("Usage and ownership", {
+            "classes": ("collapse",),
+            "fields": ("input_tokens", "output_tokens", "estimated_cost", "owner", "created_at", "updated_at"),
+        }),
+    )
+    actions = ("compact_now", "export_json")
+    change_form_template = "admin/agent_sessions/sessionrecord/change_form.html"
+    formfield_overrides = {models.TextField: {"widget": forms.TextInput(attrs={"class": "vTextField"})}}
+    Media = TreeMedia
+
+    # ── changelist ──────────────────────────────────────────────────
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return super().get_queryset(request).annotate(
+            message_count=Coalesce(message_count_subquery(), Value(0)),
+            total_tokens=F("input_tokens") + F("output_tokens"),
+            compaction_state=compaction_state_subquery(),
+        )
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple:
+        return (*self.readonly_fields, "id") if obj is not None else self.readonly_fields
+
+    @admin.display(description="messages", ordering="message_count")
+    def message_count(self, obj: SessionRecord) -> int:
+        return obj.message_count
+
+    @admin.display(description="tokens", ordering="total_tokens")
+    def tokens(self, obj: SessionRecord) -> int:
+        return obj.total_tokens
+
+    @admin.display(description="compaction", ordering="compaction_state")
+    def compaction(self, obj: SessionRecord) -> str:
+        if obj.compaction_state == CompactionJob.Status.FAILED:
+            return format_html('<span class="as-failed">{}</span>', obj.compaction_state)
+        return obj.compaction_state or "—"
+
+    @admin.display(description="cost", ordering="estimated_cost")
+    def cost(self, obj: SessionRecord) -> str:
+        return f"{obj.estimated_cost:.4f}"
+
+    def get_search_results(self, request: HttpRequest, queryset: QuerySet, search_term: str) -> tuple[QuerySet, bool]:
+        """Name/id matches plus sessions having a message with every word (FTS5 / tsvector)."""
+        results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
+        if search_term.strip():
+            try:
+                hits = search(search_term, limit=FTS_LIMIT, using=router.db_for_read(Message))
+            except AgentSessionsError:
+                hits = []
+            ids = {h.session_id for h in hits}
+            if ids:
+                results = results | queryset.filter(pk__in=ids)
+        return results, may_have_duplicates
+
+    # ── actions ─────────────────────────────────────────────────────
+    @admin.action(description="Compact now (enqueue the compaction task, latest branch)", permissions=["change"])
+    def compact_now(self, request: HttpRequest, queryset: QuerySet) -> None:
+        for record in queryset:
+            self._enqueue(request, record.pk, None, None)
+
+    @admin.action(description="Export as JSON")
+    def export_json(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse:
+        return export.json_download(export.iter_sessions(queryset.order_by("pk")), "sessions.json")
+
+    def _enqueue(self, request: HttpRequest, session_id: str, config: str | None, leaf_id: str | None) -> None:
+        try:
+            self.message_user(request, hooks.compact_now(session_id, config, leaf_id), messages.SUCCESS)
+        except hooks.ActionUnavailable as exc:
+            self.message_user(request, str(exc), messages.ERROR)
+        status = hooks.compaction_status(session_id)
+        if status is not None and status.failed:
+            self.message_user(request, f"Compaction of {session_id!r} failed: {status.error}", messages.ERROR)
+
+    # ── extra views ─────────────────────────────────────────────────
+    def get_urls(self) -> list:
+        prefix = f"{self.opts.app_label}_{self.opts.model_name}"
+        wrap = self.admin_site.admin_view
+        return [
+            path("<path:object_id>/tree/", wrap(self.tree_view), name=f"{prefix}_tree"),
+            path("<path:object_id>/tree/fragment/", wrap(self.fragment_view), name=f"{prefix}_tree_fragment"),
+            path("<path:object_id>/compact/", wrap(self.compact_view), name=f"{prefix}_compact"),
+            path("<path:object_id>/fork/", wrap(self.fork_view), name=f"{prefix}_fork"),
+            path("<path:object_id>/export/", wrap(self.export_view), name=f"{prefix}_export"),
+            *super().get_urls(),
+        ]
+
+    def _url(self, name: str, session_id: str) -> str:
+        return reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_{name}", args=[quote(session_id)],
+                       current_app=self.admin_site.name)
+
+    def _tree_context(self, request: HttpRequest, session_id: str, page_url: str) -> dict:
+        urls = Urls(page=page_url, fragment=self._url("tree_fragment", session_id))
+        try:
+            page = int(request.GET["page"]) if "page" in request.GET else None
+        except ValueError:
+            page = None
+        context = tree_context(session_id, urls, focus=request.GET.get("leaf") or None, page=page,
+                               using=router.db_for_read(Message))
+        context.update(
+            session_id=session_id,
+            compact_url=self._url("compact", session_id),
+            fork_url=self._url("fork", session_id),
+            export_url=self._url("export", session_id),
+            compaction_configs=hooks.compaction_configs(),
+            compaction_status=hooks.compaction_status(session_id),
+            can_change=self.has_change_permission(request),
+            can_fork=self.has_add_permission(request),
+        )
+        return context
+
+    def render_change_form(self, request: HttpRequest, context: dict, add: bool = False, change: bool = False,
+                           form_url: str = "", obj: Any = None) -> HttpResponse:
+        if obj is not None and not add:
+            context["as_tree"] = self._tree_context(request, obj.pk, request.path)
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
+    def _require(self, request: HttpRequest, permission: str) -> None:
+        if not getattr(self, f"has_{permission}_permission")(request):
+            raise PermissionDenied
+
+    def tree_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The tree page for any session id, with or without a registry row (messages link here)."""
+        self._require(request, "view")
+        session_id = unquote(object_id)
+        record = SessionRecord.objects.filter(pk=session_id).first()
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": f"Messages of {record or session_id}",
+            "subtitle": session_id,
+            "original": record,
+            "media": self.media,
+            "as_tree": self._tree_context(request, session_id, request.path),
+        }
+        return TemplateResponse(request, "admin/agent_sessions/sessionrecord/tree.html", context)
+
+    def fragment_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """An HTML fragment: a branch or a compacted range, loaded when its ``<details>`` opens."""
+        self._require(request, "view")
+        session_id = unquote(object_id)
+        node = request.GET.get("node")
+        if not node:
+            raise Http404("node is required")
+        urls = Urls(page=self._url("tree", session_id), fragment=self._url("tree_fragment", session_id))
+        context = fragment_context(
+            session_id, urls, start=node, toward=request.GET.get("toward", ""), until=request.GET.get("until", ""),
+            using=router.db_for_read(Message),
+        )
+        if context.get("missing"):
+            raise Http404("no such message")
+        context.update(can_fork=self.has_add_permission(request))
+        return TemplateResponse(request, "admin/agent_sessions/tree/fragment.html", context)
+
+    def _back(self, request: HttpRequest, session_id: str) -> HttpResponseRedirect:
+        fallback = self._url("tree", session_id)
+        target = request.POST.get("next") or fallback
+        return HttpResponseRedirect(target if target.startswith("/") and not target.startswith("//") else fallback)
+
+    def compact_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """POST: enqueue the compaction task for this session, then back to the page (status shown there)."""
+        self._require(request, "change")
+        if request.method != "POST":
+            return HttpResponse(status=405, headers={"Allow": "POST"})
+        session_id = unquote(object_id)
+        self._enqueue(request, session_id, request.POST.get("config") or None, request.POST.get("leaf") or None)
+        return self._back(request, session_id)
+
+    def fork_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """POST ``at``: fork the path up to that message into a new session and open it."""
+        self._require(request, "add")
+        if request.method != "POST":
+            return HttpResponse(status=405, headers={"Allow": "POST"})
+        session_id = unquote(object_id)
+        at = request.POST.get("at", "")
+        record = SessionRecord.objects.filter(pk=session_id).first()
+        name = request.POST.get("name") or f"{record or session_id} (fork at {at})"
+        try:
+            new_id = hooks.fork_session(session_id, at, name)
+        except (hooks.ActionUnavailable, AgentSessionsError, ValueError, LookupError) as exc:
+            self.message_user(request, f"Fork failed: {exc}", messages.ERROR)
+            return self._back(request, session_id)
+        self.message_user(request, f"Forked {session_id!r} at {at!r} into {new_id!r}.", messages.SUCCESS)
+        return HttpResponseRedirect(self._url("change", new_id))
+
+    def export_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The whole session as JSON, or with ``?leaf=`` that branch's ``get_history``."""
+        self._require(request, "view")
+        session_id = unquote(object_id)
+        leaf = request.GET.get("leaf")
+        if leaf:
+            return JsonResponse(export.history_document(session_id, leaf), json_dumps_params={"ensure_ascii": False})
+        record = SessionRecord.objects.filter(pk=session_id).first()
+        if record is None and not Message.objects.filter(session_id=session_id).exists():
+            raise Http404("no such session")
+        return export.json_download(export.iter_session(session_id, record), f"session-{session_id}.json")
