@@ -23,3 +23,207 @@ def check_database_vendor(app_configs=None, databases=None, **kwargs):
                 )
             )
     return errors
+
+
+# ── operator checks (W010+/E010+) ────────────────────────────────────────────
+
+_LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1", "[::1]"}
+
+
+def database_engines() -> dict[str, str]:
+    """``{alias: ENGINE}`` of the configured databases (read from settings: no connection is opened)."""
+    from django.conf import settings
+
+    return {alias: str(db.get("ENGINE", "")) for alias, db in settings.DATABASES.items()}
+
+
+def sqlite_has_fts5() -> bool:
+    """Whether the SQLite library Python links against was built with FTS5."""
+    import sqlite3
+
+    probe = sqlite3.connect(":memory:")
+    try:
+        probe.execute("CREATE VIRTUAL TABLE fts5_probe USING fts5(x)")
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        probe.close()
+
+
+@checks.register()
+def check_sqlite_fts5(app_configs=None, **kwargs):
+    """Message search on SQLite is an FTS5 table; its migration fails without FTS5."""
+    aliases = [alias for alias, engine in database_engines().items() if engine.endswith("sqlite3")]
+    if not aliases or sqlite_has_fts5():
+        return []
+    return [
+        checks.Error(
+            f"SQLite (databases: {', '.join(aliases)}) was built without FTS5; agent_sessions needs it for search.",
+            hint="Use a Python/SQLite build with FTS5 (python.org and Debian builds have it; "
+            "`pip install pysqlite3-binary` is another), or use PostgreSQL (DATABASE_URL=postgres://...).",
+            id="agent_sessions.E010",
+        )
+    ]
+
+
+def _auto_compaction_configured() -> bool:
+    """Named configurations exist (or are imported for the worker): compaction goes through Celery."""
+    from . import conf, registry
+
+    return bool(registry.names() or conf.config_modules())
+
+
+@checks.register(checks.Tags.compatibility)
+def check_celery_production(app_configs=None, **kwargs):
+    """With DEBUG off, auto-compaction should run on a worker, not inline or into a per-process broker."""
+    from django.conf import settings
+
+    if settings.DEBUG or not _auto_compaction_configured():
+        return []
+    broker = str(getattr(settings, "CELERY_BROKER_URL", "") or "")
+    if getattr(settings, "CELERY_TASK_ALWAYS_EAGER", False):
+        return [
+            checks.Warning(
+                "CELERY_TASK_ALWAYS_EAGER is on with DEBUG off: auto-compaction (an LLM call) runs inside "
+                "the request that appended the message.",
+                hint="Set CELERY_BROKER_URL (e.g. redis://redis:6379/0) and run a worker: "
+                "`celery -A project worker`; the demo settings turn eager mode off when a broker is set.",
+                id="agent_sessions.W010",
+            )
+        ]
+    if broker.startswith("memory://"):
+        return [
+            checks.Warning(
+                "CELERY_BROKER_URL is memory:// with DEBUG off: compaction tasks never leave this process, "
+                "so no worker runs them.",
+                hint="Point CELERY_BROKER_URL at Redis or RabbitMQ and run `celery -A project worker`.",
+                id="agent_sessions.W011",
+            )
+        ]
+    return []
+
+
+@checks.register()
+def check_pgtrigger_installed(app_configs=None, **kwargs):
+    """The documented set-up on PostgreSQL includes django-pgtrigger."""
+    from django.apps import apps
+
+    uses_postgres = any("postgresql" in engine for engine in database_engines().values())
+    if not uses_postgres or apps.is_installed("pgtrigger"):
+        return []
+    return [
+        checks.Warning(
+            "'pgtrigger' is not in INSTALLED_APPS, but agent_sessions builds on django-pgtrigger on PostgreSQL.",
+            hint='Add "pgtrigger" to INSTALLED_APPS, before "agent_sessions".',
+            id="agent_sessions.W012",
+        )
+    ]
+
+
+@checks.register()
+def check_summarizer_api_key(app_configs=None, **kwargs):
+    """An OpenAI-compatible summariser configured for a remote endpoint without an API key."""
+    from urllib.parse import urlsplit
+
+    from django.conf import settings
+
+    from . import conf
+
+    configured = any(
+        getattr(settings, f"AGENT_SESSIONS_SUMMARIZER_{key}", None) for key in ("BASE_URL", "MODEL")
+    )
+    if not configured or conf.summarizer_api_key():
+        return []
+    host = (urlsplit(conf.summarizer_base_url()).hostname or "").lower()
+    if host in _LOOPBACK_HOSTS or host.startswith("127."):
+        return []  # a local server (Ollama, vLLM) usually needs no key
+    return [
+        checks.Warning(
+            f"AGENT_SESSIONS_SUMMARIZER_API_KEY is not set, but an OpenAI-compatible summariser is configured "
+            f"for {conf.summarizer_base_url()}: requests will fail with 401, and the API's default "
+            "configuration falls back to the offline extractive summariser.",
+            hint="Set AGENT_SESSIONS_SUMMARIZER_API_KEY (e.g. from an environment variable) in settings.",
+            id="agent_sessions.W013",
+        )
+    ]
+
+
+# ── substring (CJK) search: trigram indexes (E020+) ─────────────────────────
+
+
+def sqlite_has_trigram() -> bool | None:
+    """Whether SQLite's FTS5 has the ``trigram`` tokenizer (3.34+); None without FTS5 (see E010)."""
+    import sqlite3
+
+    if not sqlite_has_fts5():
+        return None
+    probe = sqlite3.connect(":memory:")
+    try:
+        probe.execute("CREATE VIRTUAL TABLE trigram_probe USING fts5(x, tokenize='trigram')")
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        probe.close()
+
+
+def _pg_trgm_state(alias: str) -> tuple[bool, bool, bool]:
+    """``(installed, available, creatable)`` for pg_trgm on a Postgres alias."""
+    with connections[alias].cursor() as cursor:
+        cursor.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'), "
+            "EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'pg_trgm'), "
+            "(SELECT rolsuper FROM pg_roles WHERE rolname = current_user) "
+            "OR has_database_privilege(current_database(), 'CREATE')"
+        )
+        installed, available, creatable = cursor.fetchone()
+    return bool(installed), bool(available), bool(creatable)
+
+
+@checks.register(checks.Tags.database)
+def check_search_trigram(app_configs=None, databases=None, **kwargs):
+    """CJK search needs a trigram index: FTS5's ``trigram`` tokenizer, or Postgres' pg_trgm."""
+    from django.db import DatabaseError
+
+    errors = []
+    for alias in databases or []:
+        vendor = connections[alias].vendor
+        if vendor == "sqlite" and sqlite_has_trigram() is False:
+            errors.append(
+                checks.Error(
+                    f"SQLite of database '{alias}' has FTS5 without the 'trigram' tokenizer (SQLite < 3.34); "
+                    "migration 0005 (substring search for Japanese/CJK text) cannot create its index.",
+                    hint="Use SQLite 3.34 or newer (Python 3.11 from python.org, Debian 12, or "
+                    "`pip install pysqlite3-binary`), or use PostgreSQL.",
+                    id="agent_sessions.E020",
+                )
+            )
+        elif vendor == "postgresql":
+            try:
+                installed, available, creatable = _pg_trgm_state(alias)
+            except DatabaseError:
+                continue  # the database is unreachable: other checks and migrate will say so
+            if installed:
+                continue
+            if not available:
+                errors.append(
+                    checks.Error(
+                        f"PostgreSQL database '{alias}' has no pg_trgm extension available; migration 0005 "
+                        "(substring search for Japanese/CJK text) needs it.",
+                        hint="Install the server's contrib package (Debian/Ubuntu: postgresql-contrib; "
+                        "the official Docker images include it).",
+                        id="agent_sessions.E021",
+                    )
+                )
+            elif not creatable:
+                errors.append(
+                    checks.Error(
+                        f"PostgreSQL database '{alias}': the current user may not create the pg_trgm extension "
+                        "that migration 0005 needs.",
+                        hint="Have an administrator run `CREATE EXTENSION IF NOT EXISTS pg_trgm;` in that "
+                        "database once, or grant CREATE on it to this user.",
+                        id="agent_sessions.E022",
+                    )
+                )
+    return errors

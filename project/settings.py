@@ -66,7 +66,10 @@ DATABASES = {
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Concurrent writers wait for the lock instead of failing at once.
+    # IMMEDIATE: a transaction takes the write lock at BEGIN and waits for it; a deferred
+    # one that read first fails at once on the lock upgrade ("database is locked").
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault("timeout", 30)
+    DATABASES["default"]["OPTIONS"].setdefault("transaction_mode", "IMMEDIATE")
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -91,13 +94,40 @@ CELERY_TASK_EAGER_PROPAGATES = False
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# `celery -A project beat`: re-enqueue compactions whose enqueue failed (broker down) or
+# whose worker died mid-run (lease expired).
+CELERY_BEAT_SCHEDULE = {
+    "agent-sessions-sweep-compactions": {
+        "task": "agent_sessions.tasks.sweep_pending_compactions",
+        "schedule": float(os.environ.get("AGENT_SESSIONS_SWEEP_SECONDS", "60")),
+    },
+}
+
+# The OpenAI-compatible summariser, from the environment (secrets stay out of files).
+for _name in ("SUMMARIZER_API_KEY", "SUMMARIZER_BASE_URL", "SUMMARIZER_MODEL"):
+    if os.environ.get(f"AGENT_SESSIONS_{_name}"):
+        globals()[f"AGENT_SESSIONS_{_name}"] = os.environ[f"AGENT_SESSIONS_{_name}"]
+del _name
+
+# Origins allowed to POST (the admin, session-authenticated API calls) behind an HTTPS proxy.
+CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o]
 
 if not DEBUG:
+    if not SECRET_KEY:
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off")
     SESSION_COOKIE_SECURE = True
+    SESSION_COOKIE_HTTPONLY = True
     CSRF_COOKIE_SECURE = True
     SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", True)
-    SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_HSTS_SECONDS", "3600"))
+    SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_HSTS_SECONDS", "31536000"))
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = env_bool("DJANGO_HSTS_PRELOAD", True)
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_CONTENT_TYPE_NOSNIFF = True
+    X_FRAME_OPTIONS = "DENY"
 
 LOGGING = {
     "version": 1,

@@ -1,0 +1,266 @@
+"""One session as one JSON document (a line of ``export_sessions`` output), and back.
+
+A document holds everything keyed by the session id: its registry row, every
+message row in insertion order with its parent id (so branches survive), the
+compaction overlays, the context blocks and search entries namespaced
+``<label>_<session id>`` (the stored prompt is one of them).  Derived columns
+(``text_content``, ``tokens``, ``depth``, ``path_tokens``) are not exported:
+the import recomputes them, so a hand-edited file cannot make them lie.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.db.models.functions import Right
+from django.utils.dateparse import parse_datetime
+
+from agent_sessions.manager import records
+from agent_sessions.models import Compaction, ContextBlockRecord, Message, SearchEntry, SessionRecord
+from agent_sessions.storage.orm import DjangoSessionProvider
+from agent_sessions.tokens import estimate_one_message_tokens
+from agent_sessions.types import text_content, validate_message
+
+from ._base import session_exists
+
+FORMAT = "agent_sessions.session/1"
+RECORD_FIELDS = (
+    "id", "name", "parent_session_id", "model", "source", "input_tokens", "output_tokens",
+    "estimated_cost", "end_reason", "created_at", "updated_at",
+)
+CHUNK = 2_000
+
+
+class ArchiveError(ValueError):
+    """A document that cannot be imported (wrong shape, duplicate ids)."""
+
+
+def _stamp(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def _when(value: Any, what: str) -> datetime | None:
+    if value is None:
+        return None
+    parsed = parse_datetime(value) if isinstance(value, str) else None
+    if parsed is None:
+        raise ArchiveError(f"{what}: not an ISO 8601 timestamp: {value!r}")
+    return parsed
+
+
+def namespaced(model: type, using: str, session_id: str):
+    """Rows of a label-keyed table belonging to the session (label ends with ``_<id>``)."""
+    if not session_id:
+        return model.objects.using(using).none()
+    suffix = f"_{session_id}"
+    return model.objects.using(using).alias(tail=Right("label", len(suffix))).filter(tail=suffix)
+
+
+# ── export ──────────────────────────────────────────────────────────────────
+
+
+def _record(row: SessionRecord | None) -> dict | None:
+    if row is None:
+        return None
+    data: dict[str, Any] = {f: getattr(row, f) for f in RECORD_FIELDS}
+    data["created_at"], data["updated_at"] = _stamp(row.created_at), _stamp(row.updated_at)
+    data["owner"] = row.owner.get_username() if row.owner_id else None
+    return data
+
+
+def _message(row: dict) -> dict:
+    entry = {"id": row["message_id"], "parent_id": row["parent_id"], "role": row["role"]}
+    try:
+        entry["message"] = json.loads(row["content"])
+    except ValueError:
+        entry["content"] = row["content"]  # a foreign writer's non-JSON content, kept verbatim
+    entry["created_at"] = _stamp(row["created_at"])
+    if row["origin_id"] is not None:
+        entry["origin_id"] = row["origin_id"]
+    return entry
+
+
+def export_session(using: str, session_id: str, on_message: Callable[[], None] = lambda: None) -> dict:
+    """The session's document; ``on_message`` is called once per exported message row (progress)."""
+    record = SessionRecord.objects.using(using).select_related("owner").filter(id=session_id).first()
+    rows = (
+        Message.objects.using(using)
+        .filter(session_id=session_id)
+        .order_by("seq")
+        .values("message_id", "parent_id", "role", "content", "created_at", "origin_id")
+    )
+    messages = []
+    for row in rows.iterator(chunk_size=CHUNK):
+        messages.append(_message(row))
+        on_message()
+    overlays = Compaction.objects.using(using).filter(session_id=session_id).order_by("seq")
+    blocks = namespaced(ContextBlockRecord, using, session_id).order_by("label")
+    entries = namespaced(SearchEntry, using, session_id).order_by("seq")
+    return {
+        "format": FORMAT,
+        "session_id": session_id,
+        "session": _record(record),
+        "messages": messages,
+        "compactions": [
+            {"id": c.compaction_id, "summary": c.summary, "from_message_id": c.from_message_id,
+             "to_message_id": c.to_message_id, "created_at": _stamp(c.created_at)}
+            for c in overlays
+        ],
+        "context_blocks": [
+            {"label": b.label, "content": b.content, "updated_at": _stamp(b.updated_at)} for b in blocks
+        ],
+        "search_entries": [
+            {"label": e.label, "key": e.key, "content": e.content, "created_at": _stamp(e.created_at),
+             "updated_at": _stamp(e.updated_at)}
+            for e in entries
+        ],
+    }
+
+
+def dump(document: dict) -> str:
+    """One JSON Lines line (no trailing newline)."""
+    return json.dumps(document, ensure_ascii=False)
+
+
+# ── import ──────────────────────────────────────────────────────────────────
+
+
+def check_document(document: Any) -> str:
+    """Validate the document's shape; returns its session id."""
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise ArchiveError(f"not an agent_sessions session document (expected format {FORMAT!r})")
+    session_id = document.get("session_id")
+    if not isinstance(session_id, str) or "\x00" in session_id:
+        raise ArchiveError("session_id must be a string")
+    for key in ("messages", "compactions", "context_blocks", "search_entries"):
+        if not isinstance(document.get(key, []), list):
+            raise ArchiveError(f"{key} must be a list")
+    record = document.get("session")
+    if record is not None and (not isinstance(record, dict) or record.get("id") != session_id):
+        raise ArchiveError("session must be null or a record whose id is the session_id")
+    for block in document.get("context_blocks", []):
+        label = block.get("label") if isinstance(block, dict) else None
+        if not isinstance(label, str) or not session_id or not label.endswith(f"_{session_id}"):
+            raise ArchiveError(f"context block label {label!r} is not namespaced by the session id")
+    return session_id
+
+
+def conflicts(using: str, document: dict) -> bool:
+    """True when anything the document would write already exists."""
+    blocks = [b["label"] for b in document.get("context_blocks", [])]
+    entries = {e.get("label") for e in document.get("search_entries", []) if isinstance(e, dict)}
+    return (
+        session_exists(using, document["session_id"])
+        or (bool(blocks) and ContextBlockRecord.objects.using(using).filter(label__in=blocks).exists())
+        or (bool(entries) and SearchEntry.objects.using(using).filter(label__in=entries).exists())
+    )
+
+
+def remove_existing(using: str, document: dict) -> None:
+    """Delete what the document replaces (``--replace``); call inside a transaction."""
+    session_id = document["session_id"]
+    if session_id:
+        records.purge(using, session_id)
+    else:  # the default namespace has no registry row or namespaced blocks of its own
+        Message.objects.using(using).filter(session_id="").delete()
+        Compaction.objects.using(using).filter(session_id="").delete()
+        SessionRecord.objects.using(using).filter(id="").delete()
+    labels = [b["label"] for b in document.get("context_blocks", [])]
+    ContextBlockRecord.objects.using(using).filter(label__in=labels).delete()
+
+
+def _stamps(**values: Any) -> dict[str, datetime]:
+    """Parsed timestamps, leaving out missing ones (the model's default applies)."""
+    return {k: _when(v, k) for k, v in values.items() if v is not None}
+
+
+def _owner(username: str | None, using: str) -> Any:
+    if not username:
+        return None
+    model = get_user_model()
+    return model._default_manager.db_manager(using).filter(**{model.USERNAME_FIELD: username}).first()
+
+
+def _message_rows(entries: list) -> Iterator[dict]:
+    """Rows for ``insert_rows``, in file order, with tokens, depth and running totals derived."""
+    rows: dict[str, dict] = {}
+    for entry in entries:
+        if not isinstance(entry, dict):
+            raise ArchiveError("each message must be an object")
+        if "message" in entry:
+            message = entry["message"]
+            content = validate_message(message)
+            if message["id"] != entry.get("id"):
+                raise ArchiveError(f"message id {entry.get('id')!r} does not match its content")
+            text, tokens = text_content(message), estimate_one_message_tokens(message)
+        else:
+            content, text, tokens = entry.get("content"), "", None
+            if not isinstance(content, str) or not isinstance(entry.get("id"), str):
+                raise ArchiveError("a message needs an id and either 'message' or a 'content' string")
+        if entry["id"] in rows:
+            raise ArchiveError(f"duplicate message id {entry['id']!r}")
+        rows[entry["id"]] = {
+            "id": entry["id"], "parent_id": entry.get("parent_id"), "role": str(entry.get("role") or ""),
+            "content": content, "text_content": text, "created_at": _when(entry.get("created_at"), "created_at"),
+            "tokens": tokens, "origin_id": entry.get("origin_id"),
+        }
+    _derive_paths(rows)
+    yield from rows.values()
+
+
+def _derive_paths(rows: dict[str, dict]) -> None:
+    """Set ``depth`` and ``path_tokens`` like the app does on append (missing parent → a root)."""
+    done: dict[str, tuple[int | None, int | None]] = {}
+    for start in rows:
+        chain, seen, cursor = [], set(), start
+        while cursor in rows and cursor not in done and cursor not in seen:
+            seen.add(cursor)
+            chain.append(cursor)
+            cursor = rows[cursor]["parent_id"]
+        if cursor in done:
+            depth, total = done[cursor]
+        elif cursor in seen:  # a parent cycle: the totals are undefined
+            depth = total = None
+        else:
+            depth, total = 0, 0
+        for mid in reversed(chain):
+            tokens = rows[mid]["tokens"]
+            depth = None if depth is None else depth + 1
+            total = None if total is None or tokens is None else total + tokens
+            done[mid] = (depth, total)
+            rows[mid]["depth"], rows[mid]["path_tokens"] = depth, total
+
+
+def import_session(using: str, document: dict) -> int:
+    """Write the document's rows (call inside a transaction, after conflicts are handled); returns messages."""
+    session_id = document["session_id"]
+    record = document.get("session")
+    if record is not None:
+        fields = {f: record[f] for f in RECORD_FIELDS if record.get(f) is not None}
+        fields.update(_stamps(created_at=record.get("created_at"), updated_at=record.get("updated_at")))
+        SessionRecord.objects.using(using).create(**fields, owner=_owner(record.get("owner"), using))
+    rows = list(_message_rows(document.get("messages", [])))
+    DjangoSessionProvider(session_id, using=using).insert_rows(rows)
+    Compaction.objects.using(using).bulk_create(
+        Compaction(
+            compaction_id=c["id"], session_id=session_id, summary=c["summary"], from_message_id=c["from_message_id"],
+            to_message_id=c["to_message_id"], **_stamps(created_at=c.get("created_at")),
+        )
+        for c in document.get("compactions", [])
+    )
+    ContextBlockRecord.objects.using(using).bulk_create(
+        ContextBlockRecord(label=b["label"], content=b.get("content", ""), **_stamps(updated_at=b.get("updated_at")))
+        for b in document.get("context_blocks", [])
+    )
+    SearchEntry.objects.using(using).bulk_create(
+        SearchEntry(
+            label=e["label"], key=e["key"], content=e["content"],
+            **_stamps(created_at=e.get("created_at"), updated_at=e.get("updated_at")),
+        )
+        for e in document.get("search_entries", [])
+    )
+    return len(rows)

@@ -1,0 +1,92 @@
+"""``manage.py import_openai_transcript FILE``: an OpenAI Chat Completions transcript → a new session."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import CommandError
+from django.db import transaction
+
+from agent_sessions.exceptions import InvalidMessage
+from agent_sessions.models import ContextBlockRecord, SessionRecord
+from agent_sessions.storage.orm import DjangoSessionProvider
+
+from . import _openai
+from ._base import ProgressCommand, session_exists
+
+BATCH = 500
+
+
+class Command(ProgressCommand):
+    help = (
+        "Import a JSON file of OpenAI Chat Completions messages as a new session: leading system "
+        "messages become a context block (or a first message), tool calls and their results become "
+        "tool-<name> parts of the assistant messages."
+    )
+
+    def add_arguments(self, parser) -> None:
+        super().add_arguments(parser)
+        parser.add_argument("path", metavar="FILE", help="A JSON list of messages, or an object with 'messages'.")
+        parser.add_argument("--session-id", default=None, help="Id of the new session (default: a new uuid4 hex).")
+        parser.add_argument("--name", default=None, help="Session name (default: the file name without suffix).")
+        parser.add_argument("--model", default=None, help="Model to record (default: the file's 'model', if any).")
+        parser.add_argument("--source", default="openai-transcript", help="Source to record on the session.")
+        parser.add_argument(
+            "--system-as", choices=("context", "message"), default="context",
+            help="Leading system messages become a context block (default) or stay the first message(s).",
+        )
+        parser.add_argument(
+            "--system-label", default="soul",
+            help="Label of that context block; stored as '<label>_<session id>' so .with_context(label) finds it.",
+        )
+
+    def handle(self, *args: Any, path: str, session_id: str | None, **options: Any) -> None:
+        using = self.alias(options)
+        data = self._load(path)
+        try:
+            converted = _openai.convert(_openai.message_list(data), system_as_message=options["system_as"] == "message")
+        except _openai.TranscriptError as exc:
+            raise CommandError(f"{path}: {exc}") from exc
+        session_id = session_id or uuid.uuid4().hex
+        if session_exists(using, session_id):
+            raise CommandError(f"session {session_id!r} already exists")
+        model = options["model"] or (data.get("model") if isinstance(data, dict) else None)
+        try:
+            with transaction.atomic(using=using):
+                SessionRecord.objects.using(using).create(
+                    id=session_id, name=options["name"] or Path(path).stem, model=model, source=options["source"]
+                )
+                if converted.system:
+                    label = f"{options['system_label']}_{session_id}"
+                    ContextBlockRecord.objects.using(using).update_or_create(
+                        label=label, defaults={"content": "\n\n".join(converted.system)}
+                    )
+                self._append(DjangoSessionProvider(session_id, using=using), converted.messages)
+        except InvalidMessage as exc:
+            raise CommandError(f"{path}: {exc} (nothing was imported)") from exc
+        for warning in converted.warnings:
+            self.stderr.write(self.style.WARNING(warning))
+        if self.verbosity:
+            self.stdout.write(self.style.SUCCESS(
+                f"Imported {len(converted.messages)} message(s) into session {session_id}."
+            ))
+
+    def _load(self, path: str) -> Any:
+        try:
+            with open(path, encoding="utf-8") as stream:
+                return json.load(stream)
+        except (OSError, ValueError) as exc:
+            raise CommandError(f"cannot read {path}: {exc}") from exc
+
+    def _append(self, storage: DjangoSessionProvider, messages: list[dict]) -> None:
+        """Append the chain in batches (each batch under the previous one's last message)."""
+        parent: str | None = None
+        with self.bar(total=len(messages), desc="import", unit="msg") as bar:
+            for start in range(0, len(messages), BATCH):
+                batch = messages[start : start + BATCH]
+                storage.append_messages_bulk(batch, parent)
+                parent = batch[-1]["id"]
+                bar.update(len(batch))

@@ -1,0 +1,258 @@
+"""docker-compose.yml is valid and every command in it is a real command of this repository.
+
+The static tests parse the file with PyYAML (and run ``docker-compose config`` when the
+binary is installed).  The live test runs the web service's command (migrate + gunicorn),
+its health check, the worker's celery command and beat with the compose file's
+environment, against the local PostgreSQL and Redis instead of the compose services.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from importlib import import_module
+from pathlib import Path
+
+import pytest
+import yaml
+from django.core.management import get_commands
+from django.urls import resolve
+
+ROOT = Path(__file__).resolve().parents[1]
+COMPOSE = ROOT / "docker-compose.yml"
+APP_SERVICES = ("web", "worker", "beat")
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict:
+    return yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))
+
+
+def _argv(command) -> list[str]:
+    """The command as argv; an ``sh -c`` script is split into its ``&&`` steps' words."""
+    argv = shlex.split(command) if isinstance(command, str) else list(command)
+    if argv[:2] == ["sh", "-c"]:
+        return shlex.split(argv[2].replace("&&", " && "))
+    return argv
+
+
+def _steps(command) -> list[list[str]]:
+    steps, current = [], []
+    for word in _argv(command):
+        if word == "&&":
+            steps.append(current)
+            current = []
+        elif word != "exec":
+            current.append(word)
+    return [*steps, current]
+
+
+def _interpolate(value: str, env: dict[str, str] | None = None) -> str:
+    """Compose's ``${VAR:-default}`` / ``${VAR}`` substitution."""
+    env = env or {}
+    return re.sub(r"\$\{(\w+)(?::-([^}]*))?\}", lambda m: env.get(m.group(1)) or (m.group(2) or ""), value)
+
+
+def test_services_healthchecks_and_volumes(compose):
+    services = compose["services"]
+    assert set(services) == {"postgres", "redis", *APP_SERVICES}
+    for name in ("postgres", "redis", "web", "worker"):
+        assert services[name]["healthcheck"]["test"], name
+    assert services["beat"]["profiles"] == ["beat"]  # optional
+    assert services["web"]["depends_on"]["postgres"]["condition"] == "service_healthy"
+    assert services["worker"]["depends_on"]["web"]["condition"] == "service_healthy"  # after migrations
+    assert "pgdata:/var/lib/postgresql/data" in services["postgres"]["volumes"]
+    assert set(compose["volumes"]) >= {"pgdata", "redisdata"}
+
+
+def test_app_services_share_the_production_environment(compose):
+    for name in APP_SERVICES:
+        env = compose["services"][name]["environment"]
+        assert env["DATABASE_URL"].startswith("postgres://") and "@postgres:5432/" in env["DATABASE_URL"]
+        assert env["CELERY_BROKER_URL"] == "redis://redis:6379/0"
+        assert env["DJANGO_DEBUG"] == "false" and "DJANGO_SECRET_KEY" in env
+    assert "WEB_CONCURRENCY" in compose["services"]["web"]["environment"]
+
+
+@pytest.mark.django_db  # the suite's session teardown needs the test database (see tests/conftest.py)
+def test_commands_exist_in_this_repository(compose):
+    services = compose["services"]
+    known = get_commands()
+    migrate, gunicorn = _steps(services["web"]["command"])
+    assert migrate[:3] == ["python", "manage.py", "migrate"] and migrate[2] in known
+    assert gunicorn[0] == "gunicorn"
+    module, _, attribute = gunicorn[1].partition(":")
+    assert callable(getattr(import_module(module), attribute))
+    for name, role in (("worker", "worker"), ("beat", "beat")):
+        (argv,) = _steps(services[name]["command"])
+        assert argv[:4] == ["celery", "-A", "project", role]
+    celery_app = import_module("project.celery").app
+    celery_app.loader.import_default_modules()
+    assert "agent_sessions.tasks.sweep_pending_compactions" in celery_app.tasks
+    # The web health check asks for a page that exists.
+    url = re.search(r"http://127\.0\.0\.1:8000(/[^'\"]*)", " ".join(services["web"]["healthcheck"]["test"])).group(1)
+    assert resolve(url).url_name == "login"
+
+
+def test_dockerfile_commands_exist():
+    known = get_commands()
+    text = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+    used = re.findall(r"manage\.py (\w+)", text)
+    assert used and all(name in known for name in used)
+
+
+def test_beat_schedule_runs_the_sweeper():
+    from django.conf import settings
+
+    entries = settings.CELERY_BEAT_SCHEDULE.values()
+    assert any(e["task"] == "agent_sessions.tasks.sweep_pending_compactions" for e in entries)
+
+
+@pytest.mark.skipif(shutil.which("docker-compose") is None, reason="docker-compose is not installed")
+def test_docker_compose_config_accepts_the_file():
+    for args in ([], ["--profile", "beat"]):
+        result = subprocess.run(
+            ["docker-compose", "-f", str(COMPOSE), *args, "config", "--services"],
+            capture_output=True, text=True, timeout=60, cwd=ROOT,
+        )
+        assert result.returncode == 0, result.stderr
+    assert set(result.stdout.split()) == {"postgres", "redis", *APP_SERVICES}
+
+
+# ── live: the same commands against the local services ───────────────────────
+
+PG = {"host": "127.0.0.1", "port": 5432, "user": "postgres"}
+REDIS_DB = 14
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _local_services():
+    from django.conf import settings
+
+    if settings.DB != "postgres":
+        pytest.skip("runs once, in the PostgreSQL run (the compose file uses PostgreSQL)")
+    import psycopg
+    import redis
+
+    try:
+        psycopg.connect(dbname="postgres", connect_timeout=3, **PG).close()
+        redis.Redis(host="127.0.0.1", port=6379, db=REDIS_DB, socket_connect_timeout=2).ping()
+    except Exception as exc:  # noqa: BLE001
+        if os.environ.get("CI"):
+            pytest.fail(f"local PostgreSQL/Redis unavailable: {exc}")
+        pytest.skip(f"local PostgreSQL/Redis unavailable: {exc}")
+
+
+@pytest.fixture
+def stack_env(compose):
+    """The app services' environment with the compose hosts pointed at local services and a fresh database."""
+    _local_services()
+    import psycopg
+
+    name = f"compose_test_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(dbname="postgres", autocommit=True, **PG) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    env = {k: _interpolate(str(v)) for k, v in compose["services"]["web"]["environment"].items()}
+    env["DATABASE_URL"] = f"postgres://{PG['user']}@{PG['host']}:{PG['port']}/{name}"
+    env["CELERY_BROKER_URL"] = env["CELERY_BROKER_URL"].replace("redis://redis:6379/0", f"redis://127.0.0.1:6379/{REDIS_DB}")
+    env.update(PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}", HOME=os.environ.get("HOME", "/tmp"),
+               PYTHONPATH=str(ROOT), AGENT_SESSIONS_SWEEP_SECONDS="1")
+    yield env
+    with psycopg.connect(dbname="postgres", autocommit=True, **PG) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+class Processes:
+    """Processes this test starts, each in its own session, stopped by process-group id."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.tmp_path = tmp_path
+        self.started: list[tuple[subprocess.Popen, object]] = []
+
+    def start(self, name: str, argv: list[str], env: dict) -> Path:
+        log = self.tmp_path / f"{name}.log"
+        handle = log.open("w")
+        proc = subprocess.Popen(
+            argv, env=env, cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        self.started.append((proc, handle))
+        return log
+
+    def stop(self) -> None:
+        for proc, _ in self.started:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc, handle in self.started:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            handle.close()
+
+
+@pytest.fixture
+def processes(tmp_path):
+    running = Processes(tmp_path)
+    yield running
+    running.stop()
+
+
+def _wait(predicate, what: str, log: Path, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.3)
+    pytest.fail(f"timed out waiting for {what}\n--- {log.name} ---\n{log.read_text(errors='replace')[-4000:]}")
+
+
+def _healthy(argv: list[str], env: dict) -> bool:
+    return subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, timeout=30).returncode == 0
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(240)
+def test_compose_commands_run_against_local_services(compose, stack_env, processes):
+    services = compose["services"]
+    port = _free_port()
+    web = [_interpolate(w) for w in services["web"]["command"]]
+    web[2] = web[2].replace("0.0.0.0:8000", f"127.0.0.1:{port}")
+    log = processes.start("web", web, {**stack_env, "WEB_CONCURRENCY": "2"})
+    probe = [
+        _interpolate(w).replace("127.0.0.1:8000", f"127.0.0.1:{port}") for w in services["web"]["healthcheck"]["test"]
+    ]
+    assert probe[0] == "CMD"
+    _wait(lambda: _healthy(probe[1:], stack_env), "the web health check", log, timeout=120)
+    assert "Applying agent_sessions.0001_initial... OK" in log.read_text()
+
+    queue = f"compose-{uuid.uuid4().hex[:8]}"
+    node = f"{queue}@{socket.gethostname()}"
+    worker = [_interpolate(w) for w in services["worker"]["command"]] + ["-Q", queue, "-n", node]
+    worker_log = processes.start("worker", worker, stack_env)
+    ping = _interpolate(services["worker"]["healthcheck"]["test"][1]).replace("celery@$$HOSTNAME", node)
+    _wait(lambda: _healthy(["sh", "-c", ping], stack_env), "the worker health check", worker_log)
+
+    call = ["celery", "-A", "project", "call", "agent_sessions.tasks.sweep_pending_compactions", "--queue", queue]
+    assert _healthy(call, stack_env)
+    _wait(lambda: re.search(r"sweep_pending_compactions\[[^\]]+\] succeeded", worker_log.read_text()),
+          "the worker to run the sweeper", worker_log)
+
+    beat_log = processes.start("beat", [_interpolate(w) for w in services["beat"]["command"]], stack_env)
+    _wait(lambda: "Sending due task agent-sessions-sweep-compactions" in beat_log.read_text(), "beat", beat_log)
+    import redis
+
+    redis.Redis(host="127.0.0.1", port=6379, db=REDIS_DB).delete("celery")  # beat's messages: nobody consumes them

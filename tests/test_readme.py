@@ -1,0 +1,62 @@
+"""The README's quick start runs as written: its ```python blocks are executed, in order, verbatim."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def quick_start_blocks() -> list[str]:
+    """The ```python blocks between the "## Quick start" heading and the next "## " heading."""
+    text = README.read_text(encoding="utf-8")
+    section = re.search(r"^## Quick start\n(.*?)(?=^## )", text, re.S | re.M)
+    assert section, "README.md has no '## Quick start' section"
+    return re.findall(r"^```python\n(.*?)^```", section.group(1), re.S | re.M)
+
+
+def test_readme_keeps_two_commands_first():
+    headings = re.findall(r"^## (.+)$", README.read_text(encoding="utf-8"), re.M)
+    assert headings[:2] == ["Two commands", "Quick start"]
+
+
+@pytest.mark.django_db
+def test_quick_start_runs_verbatim():
+    blocks = quick_start_blocks()
+    assert len(blocks) >= 3
+    namespace: dict = {"__name__": "readme_quick_start"}
+    for block in blocks:
+        exec(compile(block, f"{README.name} (quick start)", "exec"), namespace)  # noqa: S102
+
+    request = namespace["request"]
+    system, user = request["messages"]
+    assert system["role"] == "system" and "You are a helpful assistant." in system["content"]
+    assert "MEMORY (Learned facts about the user)" in system["content"]
+    assert user == {"role": "user", "content": "Hi, I'm Ada."}
+    names = [t["function"]["name"] for t in request["tools"]]
+    assert "set_context" in names and all(t["type"] == "function" for t in request["tools"])
+    session = namespace["session"]
+    assert session.get_context_block("memory").content == "The user's name is Ada."
+
+
+def test_settings_reference_matches_conf_defaults():
+    """docs/settings.md lists every AGENT_SESSIONS_* key of conf.DEFAULTS with the code's default."""
+    from agent_sessions import conf
+
+    text = (README.parent / "docs" / "settings.md").read_text(encoding="utf-8")
+    app_table = text.split("## Settings of the demo project")[0]
+    rows = dict(re.findall(r"^\| `AGENT_SESSIONS_(\w+)` \| `([^`]*)` \|", app_table, re.M))
+    missing = sorted(set(conf.DEFAULTS) - set(rows))
+    assert not missing, f"add to docs/settings.md: {', '.join('AGENT_SESSIONS_' + k for k in missing)}"
+    assert not set(rows) - set(conf.DEFAULTS), "docs/settings.md documents settings the code does not have"
+    assert {key: rows[key] for key in conf.DEFAULTS} == {key: repr(value) for key, value in conf.DEFAULTS.items()}
+
+
+def test_docs_are_linked_from_the_readme():
+    text = README.read_text(encoding="utf-8")
+    for page in ("settings", "api", "data-model", "operations", "scaling"):
+        assert f"(docs/{page}.md)" in text and (README.parent / "docs" / f"{page}.md").exists()
+    assert "/api/docs" in (README.parent / "docs" / "api.md").read_text(encoding="utf-8")
