@@ -15,8 +15,12 @@ DEFAULTS: dict[str, Any] = {
     "MAX_MESSAGE_BYTES": 4 * 1024 * 1024,
     "MAX_PARTS": 10_000,
     "MAX_QUERY_LENGTH": 1_000,
-    # Rows fetched per query when loading long histories.
-    "HISTORY_CHUNK_SIZE": 2_000,
+    # Deepest nesting of dicts/lists in a message (the message itself is level 1).
+    "MAX_JSON_DEPTH": 64,
+    # Rows scanned (newest first, per scope) when no index can answer a query (CJK words under 3 characters).
+    "SEARCH_SCAN_ROWS": 50_000,
+    # Sessions a SessionManager keeps built in memory (least recently used are dropped).
+    "SESSION_CACHE_SIZE": 1_000,
     # Guard against parent cycles written by foreign writers (not a depth cap
     # for real data: a path is never this long).
     "MAX_PATH_DEPTH": 50_000_000,
@@ -57,8 +61,8 @@ def max_query_length() -> int:
     return int(get("MAX_QUERY_LENGTH"))
 
 
-def history_chunk_size() -> int:
-    return int(get("HISTORY_CHUNK_SIZE"))
+def max_json_depth() -> int:
+    return max(3, int(get("MAX_JSON_DEPTH")))
 
 
 def max_path_depth() -> int:
@@ -143,3 +147,13 @@ def api_max_page_size() -> int:
 
 def api_key_touch_seconds() -> float:
     return float(get("API_KEY_TOUCH_SECONDS"))
+
+
+def search_scan_rows() -> int:
+    """Bound of the unindexed substring scan used for short CJK search terms."""
+    return max(1, int(get("SEARCH_SCAN_ROWS")))
+
+
+def session_cache_size() -> int:
+    """How many built Session objects one SessionManager keeps (LRU)."""
+    return max(1, int(get("SESSION_CACHE_SIZE")))

@@ -208,6 +208,12 @@ class ContextMixin:
         if stored is not None:
             return stored
         prompt = render_system_prompt(self._context().all())
+        store = self._store()
+        if store is not None and has_method(store, "set_if_absent"):
+            # Several processes may freeze at once: the first stored prompt wins for everyone.
+            prompt = str(call(store.set_if_absent, prompt))
+            self._memory_prompt = prompt
+            return prompt
         self._persist_prompt(prompt)
         return prompt
 

@@ -23,6 +23,7 @@ class SearchResult:
     content: str
     created_at: datetime | str | None = None
     session_id: str | None = None
+    snippet: str | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,9 @@ def validate_message(message: Any) -> str:
         raise InvalidMessage("message 'parts' must be a list")
     if len(parts) > conf.max_parts():
         raise InvalidMessage(f"message has {len(parts)} parts; the limit is {conf.max_parts()}")
+    depth = json_depth(message, conf.max_json_depth())
+    if depth > conf.max_json_depth():
+        raise InvalidMessage(f"message nests deeper than {conf.max_json_depth()} levels")
     try:
         stored = dump_message(message)
     except (TypeError, ValueError, RecursionError) as exc:
@@ -123,6 +127,26 @@ def validate_message(message: Any) -> str:
     if len(encoded) > conf.max_message_bytes():
         raise InvalidMessage(f"message is {len(encoded)} bytes; the limit is {conf.max_message_bytes()}")
     return stored
+
+
+def json_depth(value: Any, limit: int) -> int:
+    """Nesting depth of dicts/lists in ``value`` (a scalar is 0), counted without recursion
+    and only up to ``limit + 1`` (so a hostile, very deep value costs little)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        if deepest > limit:
+            return deepest
+        stack.extend((child, level + 1) for child in children if isinstance(child, (dict, list, tuple)))
+    return deepest
 
 
 def text_content(message: dict) -> str:

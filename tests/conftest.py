@@ -67,8 +67,8 @@ def _reap_stray_connections(django_db_setup, django_db_blocker):
     yield
     from django.db import connection
 
-    if connection.vendor != "postgresql":
-        return
+    if connection.vendor != "postgresql" or not str(connection.settings_dict["NAME"]).startswith("test_"):
+        return  # SQLite, or no test database was created in this run
     with django_db_blocker.unblock(), connection.cursor() as cursor:
         cursor.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "

@@ -65,6 +65,14 @@ class DjangoContextProvider:
             label=self._key(), defaults={"content": content, "updated_at": timezone.now()}
         )
 
+    def set_if_absent(self, content: str) -> str:
+        """Store ``content`` unless a row exists; return what is stored (atomic: one INSERT … ON CONFLICT)."""
+        ContextBlockRecord.objects.using(self._db()).bulk_create(
+            [ContextBlockRecord(label=self._key(), content=content, updated_at=timezone.now())], ignore_conflicts=True
+        )
+        stored = self.get()
+        return content if stored is None else stored
+
     def delete(self) -> bool:
         """Remove the row; True if one existed."""
         deleted, _ = ContextBlockRecord.objects.using(self._db()).filter(label=self._key()).delete()

@@ -1,0 +1,239 @@
+"""No SQL built from user input (issue #9), as a static rule plus a runtime check.
+
+Static rule: every place in ``agent_sessions/**/*.py`` that builds SQL-looking text by
+f-string, ``%``, ``.format()`` or ``+`` may interpolate only expressions on the
+allow-list below, each vetted to carry constants, identifiers chosen by the code, ``%s``
+placeholder lists, or fragments that are themselves built under this rule.  User values
+go in as query parameters.  A new interpolation fails this test until it is reviewed
+and listed.
+
+Runtime check: a hostile marker string travels through every user-controlled field
+(ids, roles, labels, keys, names, search queries, tool arguments); the SQL *templates*
+sent to the database (``connection.execute_wrapper`` sees them before parameters are
+bound) never contain it.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from agent_sessions import DjangoSearchProvider, Session
+from agent_sessions.manager import SessionManager
+
+PACKAGE = Path(__file__).resolve().parent.parent / "agent_sessions"
+SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|WHERE|FROM|JOIN|ORDER BY|VALUES|MATCH|AND|OR)\b")
+
+# file → interpolated expressions (as ``ast.unparse`` prints them) vetted as constant-only.
+TARGET = "identifiers of a fixed plan.Target (table/column names defined in code)"
+FRAGMENT = "a fragment built in this module under the same rule; user values are appended to params"
+ALLOWED: dict[str, dict[str, str]] = {
+    "search/fts5.py": {
+        "_PROBE": "module constant: the temp table's name",
+        "target.table": TARGET, "target.fts": TARGET, "target.trigram": TARGET, "target.text": TARGET,
+        "target.scope": TARGET, "alias": "'m.' or '' (code literal)", "c": "a name from target.columns",
+        "' WHERE ' + ' AND '.join(inner) if inner else ''": FRAGMENT, "inner": FRAGMENT,
+        "', '.join(['%s'] * len(filters.roles))": "placeholders only",
+        "columns": FRAGMENT, "snippet": FRAGMENT, "source": FRAGMENT, "tokens": "an int literal (12 or 32)",
+        "table": TARGET, "word_expr": "an FTS5 MATCH expression passed as a parameter, never as SQL",
+        "_any(parts.excluded_words, variants)": "an FTS5 MATCH expression passed as a parameter, never as SQL",
+        "' UNION '.join(selects)": FRAGMENT, "selects": FRAGMENT, "text_col": TARGET,
+        "f'COALESCE(m.{target.text}, {EMPTY})'": TARGET, "EMPTY": "module constant: an empty SQL string literal",
+        "' AND '.join(where)": FRAGMENT, "where": FRAGMENT, "', '.join(order)": FRAGMENT,
+        "' OR '.join(tests)": FRAGMENT, "t": TARGET, "r": FRAGMENT, "ranks": FRAGMENT, "order": FRAGMENT,
+        "occurrences_sql(f'm.{target.text}', needles, 'max')": "CASE expressions with %s placeholders only",
+        "_contains(f'COALESCE(m.{target.text}, {EMPTY})', term)": "instr() over a column and a %s placeholder",
+        "' WHERE ' + ' AND '.join(where) if where else ''": FRAGMENT, "' AND '.join(inner)": FRAGMENT,
+    },
+    "search/tsquery.py": {
+        "target.table": TARGET, "target.tsv": TARGET, "target.text": TARGET, "target.scope": TARGET,
+        "alias": "'m.' or '' (code literal)", "c": "a name from target.columns",
+        "' WHERE ' + ' AND '.join(inner) if inner else ''": FRAGMENT, "inner": FRAGMENT,
+        "negative": FRAGMENT, "positive": FRAGMENT, "order": FRAGMENT, "columns": FRAGMENT,
+        "rank_cols": FRAGMENT, "source": FRAGMENT, "hit_columns": FRAGMENT, "headline": FRAGMENT,
+        "inner_sql": FRAGMENT, "i": "an int from enumerate()", "r": FRAGMENT, "where": FRAGMENT,
+        "' AND '.join(where)": FRAGMENT, "' OR '.join(tests)": FRAGMENT, "tests": FRAGMENT,
+        "_any(parts.excluded_words, config, where_params)": FRAGMENT,
+        "_any(parts.excluded_words, config, tsq_params)": FRAGMENT,
+        "_term(term, config, params)": "to_tsquery(%s::regconfig, %s): placeholders only",
+        "occurrences_sql(f'm.{target.text}', needles, 'greatest')": "CASE expressions with %s placeholders only",
+        "''.join((f'hit.r{i} DESC, ' for i in range(len(ranks))))": "rank column aliases r0, r1 …",
+        "' WHERE ' + ' AND '.join(where) if where else ''": FRAGMENT, "' AND '.join(inner)": FRAGMENT,
+        "', q' if tsq else ''": "a code literal",
+    },
+    "search/query.py": {}, "search/plan.py": {}, "search/snippet.py": {},
+    "session_compaction.py": {
+        "parent_test": "one of two code literals ('parent_id IS NULL' / '= %s')",
+        "', '.join(['%s'] * len(ids))": "placeholders only", "marks": "'%s, %s, …' only",
+    },
+    "storage/orm.py": {
+        "_COLUMNS": "module constant: the column list", "parent": "one of three module-constant subqueries",
+        "size": "BYTES_EXPR of the backend formatted with a code literal column",
+        "_placeholders(len(chunk))": "'%s, %s, …' only", "_placeholders(len(columns))": "'%s, %s, …' only",
+        "', '.join(columns)": "column names from bulk_columns (a class constant)",
+        "f'{int(base_tokens)} + tokens'": "an int() read from the database", "int(base_tokens)": "an int()",
+        "_placeholders(len(roots))": "'%s, %s, …' only",
+        "self.backend.BYTES_EXPR.format(col='content')": "backend constant + code literal",
+        "self.backend.BYTES_EXPR.format(col='m.content')": "backend constant + code literal",
+        "', '.join([row_sql] * len(chunk))": "repeated '(%s, …)' groups", "row_sql": "'(%s, …)' only",
+        "_LATEST_LEAF": "module constant", "_PATH_CTE": "module constant",
+        "parent_sql": "one of three module-constant subqueries", "sql": "_RECENT_CTE formatted with BYTES_EXPR",
+    },
+    "storage/postgres.py": {"cfg": "AGENT_SESSIONS_PG_TEXT_SEARCH_CONFIG (a setting, quotes doubled)"},
+    "storage/sqlite.py": {"fts": "code literal table names", "table": TARGET, "column": TARGET},
+}
+
+
+def _module_constants(tree: ast.Module) -> dict[str, str]:
+    """Module-level ``NAME = "..."`` (or implicit concatenations / f-strings of them) → text."""
+    found: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            value = node.value
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                found[node.targets[0].id] = value.value
+            elif isinstance(value, ast.JoinedStr):
+                found[node.targets[0].id] = "".join(
+                    v.value for v in value.values if isinstance(v, ast.Constant) and isinstance(v.value, str)
+                )
+    return found
+
+
+def _text_of(node: ast.AST, constants: dict[str, str]) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Name):
+        return constants.get(node.id)
+    if isinstance(node, ast.JoinedStr):
+        return "".join(v.value for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str))
+    return None
+
+
+def _is_constant(node: ast.AST, constants: dict[str, str]) -> bool:
+    return (isinstance(node, ast.Constant) and isinstance(node.value, str)) or (
+        isinstance(node, ast.Name) and node.id in constants
+    )
+
+
+def _pieces(node: ast.AST, constants: dict[str, str]) -> tuple[str, list[ast.AST]] | None:
+    """``(constant text, interpolated expressions)`` of a string-building node, else None."""
+    if isinstance(node, ast.JoinedStr):
+        return _text_of(node, constants) or "", [v.value for v in node.values if isinstance(v, ast.FormattedValue)]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+        return _text_of(node.left, constants) or "", [node.right]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        text = (_text_of(node.left, constants) or "") + (_text_of(node.right, constants) or "")
+        exprs = [side for side in (node.left, node.right)
+                 if not _is_constant(side, constants) and not isinstance(side, (ast.BinOp, ast.JoinedStr))]
+        return text, exprs
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
+        base = node.func.value
+        exprs = [e for e in (*node.args, *(k.value for k in node.keywords)) if not _is_constant(e, constants)]
+        return _text_of(base, constants) or ast.unparse(base), exprs
+    return None
+
+
+def sql_interpolations(path: Path) -> list[tuple[int, str]]:
+    """``(line, expression)`` for each non-constant piece interpolated into SQL-looking text."""
+    tree = ast.parse(path.read_text())
+    constants = _module_constants(tree)
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        pieces = _pieces(node, constants)
+        if pieces is not None and SQL.search(pieces[0]):
+            found += [(node.lineno, ast.unparse(e)) for e in pieces[1]]
+    return found
+
+
+def test_sql_is_never_formatted_with_unvetted_values():
+    violations = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel.startswith("migrations/"):
+            continue  # schema DDL from code constants only; reviewed with each migration
+        allowed = ALLOWED.get(rel, {})
+        for line, expr in sql_interpolations(path):
+            if expr not in allowed:
+                violations.append(f"agent_sessions/{rel}:{line}: {expr}")
+    assert not violations, "SQL built with unvetted interpolations (pass values as parameters):\n" + "\n".join(
+        violations
+    )
+
+
+def test_execute_never_receives_a_formatted_string_inline():
+    """``cursor.execute(f"...")`` / ``execute("..." % x)`` / ``.raw()`` / ``RawSQL`` / ``.extra()``:
+    the first argument is a constant, or text whose pieces are all vetted."""
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        tree = ast.parse(path.read_text())
+        constants = _module_constants(tree)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if name in {"raw", "extra", "RawSQL"}:
+                offenders.append(f"{rel}:{node.lineno}: {name}() is not used by this package")
+            if name in {"execute", "executemany"} and node.args:
+                pieces = _pieces(node.args[0], constants)
+                if pieces is not None and any(ast.unparse(e) not in ALLOWED.get(rel, {}) for e in pieces[1]):
+                    offenders.append(f"{rel}:{node.lineno}: {ast.unparse(node.args[0])[:80]}")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_the_rule_catches_a_violation(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        'def f(cursor, user):\n'
+        '    cursor.execute(f"SELECT * FROM t WHERE id = \'{user}\'")\n'
+        '    cursor.execute("DELETE FROM t WHERE id = %s" % user)\n'
+        '    cursor.execute("UPDATE t SET a = {}".format(user))\n'
+        '    cursor.execute("SELECT 1 FROM t WHERE name = " + user)\n'
+    )
+    assert [expr for _, expr in sql_interpolations(bad)] == ["user", "user", "user", "user"]
+
+
+MARKER = "zq9x'); DROP TABLE assistant_messages; --"
+
+
+@pytest.mark.django_db
+def test_hostile_values_only_ever_reach_the_database_as_parameters():
+    templates: list[str] = []
+
+    def record(execute, sql, params, many, context):
+        templates.append(sql)
+        return execute(sql, params, many, context)
+
+    manager = SessionManager().with_context("memory", description="facts", max_tokens=500).with_cached_prompt()
+    with connection.execute_wrapper(record):
+        info = manager.create(MARKER, model=MARKER, source=MARKER)
+        manager.append(info.id, {"id": MARKER, "role": MARKER, "parts": [{"type": "text", "text": f"hello {MARKER}"}]})
+        child = {"id": MARKER + "2", "role": "user", "parts": [{"type": "text", "text": MARKER}]}
+        manager.upsert(info.id, child, MARKER)
+        manager.get_history(info.id, MARKER + "2")
+        manager.get_branches(info.id, MARKER)
+        manager.search(MARKER)
+        manager.search(f'"{MARKER}" OR -{MARKER} hello')
+        manager.search("zq9x 漢字 -drop")
+        manager.rename(info.id, MARKER)
+        fork = manager.fork(info.id, MARKER, MARKER)
+        manager.add_compaction(info.id, MARKER, MARKER, MARKER + "2")
+        session = manager.get_session(info.id)
+        session.replace_context_block("memory", MARKER)
+        session.freeze_system_prompt()
+        tools = session.tools()
+        tools["set_context"].execute(label="memory", content=MARKER)
+        searchable = Session.create().for_session(MARKER).with_context(MARKER, provider=DjangoSearchProvider())
+        searchable.tools()["set_context"].execute(label=MARKER, content=f"entry {MARKER}", metadata={"title": MARKER})
+        searchable.tools()["search_context"].execute(label=MARKER, query=MARKER)
+        manager.tools()["session_search"].execute(query=MARKER)
+        manager.delete_messages(info.id, [MARKER])
+        manager.compact_and_split(info.id, MARKER, MARKER)
+        manager.delete(fork.id)
+    assert len(templates) > 40
+    leaked = [sql for sql in templates if "zq9x" in sql]
+    assert not leaked, leaked[:3]
