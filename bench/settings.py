@@ -12,7 +12,7 @@ DATABASES = {
     "default": {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": os.path.join(_DIR, "bench.sqlite3"),
-        "OPTIONS": {"timeout": 60},
+        "OPTIONS": {"timeout": 60, "transaction_mode": "IMMEDIATE"},
     },
     "postgres": {
         "ENGINE": "django.db.backends.postgresql",
