@@ -37,18 +37,23 @@ def database_engines() -> dict[str, str]:
     return {alias: str(db.get("ENGINE", "")) for alias, db in settings.DATABASES.items()}
 
 
-def sqlite_has_fts5() -> bool:
-    """Whether the SQLite library Python links against was built with FTS5."""
+def _sqlite_accepts(sql: str) -> bool:
+    """Whether a scratch in-memory SQLite database runs ``sql`` without an OperationalError."""
     import sqlite3
 
     probe = sqlite3.connect(":memory:")
     try:
-        probe.execute("CREATE VIRTUAL TABLE fts5_probe USING fts5(x)")
+        probe.execute(sql)
         return True
     except sqlite3.OperationalError:
         return False
     finally:
         probe.close()
+
+
+def sqlite_has_fts5() -> bool:
+    """Whether the SQLite library Python links against was built with FTS5."""
+    return _sqlite_accepts("CREATE VIRTUAL TABLE fts5_probe USING fts5(x)")
 
 
 @checks.register()
@@ -154,18 +159,9 @@ def check_summarizer_api_key(app_configs=None, **kwargs):
 
 def sqlite_has_trigram() -> bool | None:
     """Whether SQLite's FTS5 has the ``trigram`` tokenizer (3.34+); None without FTS5 (see E010)."""
-    import sqlite3
-
     if not sqlite_has_fts5():
         return None
-    probe = sqlite3.connect(":memory:")
-    try:
-        probe.execute("CREATE VIRTUAL TABLE trigram_probe USING fts5(x, tokenize='trigram')")
-        return True
-    except sqlite3.OperationalError:
-        return False
-    finally:
-        probe.close()
+    return _sqlite_accepts("CREATE VIRTUAL TABLE trigram_probe USING fts5(x, tokenize='trigram')")
 
 
 def _pg_trgm_state(alias: str) -> tuple[bool, bool, bool]:

@@ -8,12 +8,13 @@ with any configured alias.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from .harness import script_main
 
 
 def _message(i: int) -> dict:
@@ -99,15 +100,8 @@ def run(n: int = 10_000, using: str = "default") -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.settings")
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    n = int(argv[0]) if argv else 10_000
-    using = argv[1] if len(argv) > 1 else "default"
-    call_command("migrate", database=using, verbosity=0)
-    run(n, using)
+    """``python -m bench.fork [n] [database]``."""
+    script_main(argv, run, 10_000)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -72,3 +73,16 @@ def print_table(results: list[Result]) -> None:
 def dump_json(results: list[Result], path: str) -> None:
     with open(path, "w", encoding="utf-8") as fh:
         json.dump([asdict(r) for r in results], fh, indent=2, default=str)
+
+
+def script_main(argv: list[str], run: Callable[[int, str], object], default_size: int) -> None:
+    """``python -m bench.<name> [size] [database]``: Django on ``bench.settings``, migrate, then ``run``."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.settings")
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    size = int(argv[0]) if argv else default_size
+    using = argv[1] if len(argv) > 1 else "default"
+    call_command("migrate", database=using, verbosity=0)
+    run(size, using)

@@ -13,7 +13,6 @@ snippets), for an English, a Japanese (trigram) and a two-character Japanese
 from __future__ import annotations
 
 import json
-import os
 import random
 import statistics
 import sys
@@ -21,6 +20,8 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
+
+from .harness import script_main
 
 ROUNDS = 15
 SESSIONS = 100
@@ -201,15 +202,8 @@ def _print(result: dict) -> None:
 
 
 def main(argv: list[str]) -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.settings")
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    rows = int(argv[0]) if argv else 1_000_000
-    using = argv[1] if len(argv) > 1 else "default"
-    call_command("migrate", database=using, verbosity=0)
-    run(rows, using)
+    """``python -m bench.search [rows] [database]``."""
+    script_main(argv, run, 1_000_000)
 
 
 if __name__ == "__main__":

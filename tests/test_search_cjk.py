@@ -8,6 +8,7 @@ from django.test import override_settings
 from agent_sessions.search import SNIPPET_START, SNIPPET_STOP
 from agent_sessions.storage import orm
 from tests.conftest import msg
+from tests.support.search_docs import append_docs, ids, search
 
 pytestmark = pytest.mark.django_db
 
@@ -23,17 +24,7 @@ DOCS = {
 
 @pytest.fixture
 def docs(session):
-    for i, (mid, text) in enumerate(DOCS.items()):
-        session.append_message(msg(mid, role="user" if i % 2 == 0 else "assistant", text=text))
-    return session
-
-
-def ids(hits) -> set[str]:
-    return {h.id for h in hits}
-
-
-def search(session, query, **kw):
-    return orm.search(query, session_id=session.session_id, **kw)
+    return append_docs(session, DOCS)
 
 
 @pytest.mark.parametrize(

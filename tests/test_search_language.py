@@ -7,6 +7,7 @@ import pytest
 from agent_sessions.search import SNIPPET_START, SNIPPET_STOP, SearchQueryError
 from agent_sessions.storage import orm
 from tests.conftest import msg
+from tests.support.search_docs import append_docs, ids, search
 
 pytestmark = pytest.mark.django_db
 
@@ -21,17 +22,7 @@ DOCS = {
 
 @pytest.fixture
 def docs(session):
-    for i, (mid, text) in enumerate(DOCS.items()):
-        session.append_message(msg(mid, role="user" if i % 2 == 0 else "assistant", text=text))
-    return session
-
-
-def ids(hits) -> set[str]:
-    return {h.id for h in hits}
-
-
-def search(session, query, **kw):
-    return orm.search(query, session_id=session.session_id, **kw)
+    return append_docs(session, DOCS)
 
 
 def test_words_all_required_with_stemming(docs):

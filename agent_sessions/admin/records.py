@@ -9,7 +9,6 @@ from urllib.parse import urlencode
 
 from django.contrib import admin
 from django.contrib.admin.utils import quote
-from django.db import router
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 from django.template.loader import render_to_string
@@ -17,11 +16,10 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.text import Truncator
 
-from ..exceptions import AgentSessionsError
 from ..models import Compaction, CompactionJob, ContextBlockRecord, Message, SearchEntry
-from ..storage.orm import DjangoSessionProvider, search
+from ..storage.orm import DjangoSessionProvider
 from .parts import part_views
-from .sessions import TreeMedia
+from .sessions import TreeMedia, message_hits
 
 FTS_LIMIT = 200
 """Search hits shown by the message changelist's search box."""
@@ -91,10 +89,7 @@ class MessageAdmin(admin.ModelAdmin):
         """Exact ids, plus full-text hits across every session (storage.orm.search)."""
         results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
         if search_term.strip():
-            try:
-                hits = search(search_term, limit=FTS_LIMIT, using=router.db_for_read(Message))
-            except AgentSessionsError:
-                hits = []
+            hits = message_hits(search_term, FTS_LIMIT)
             if hits:
                 match = Q()
                 for hit in hits:

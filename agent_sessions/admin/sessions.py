@@ -26,6 +26,14 @@ FTS_LIMIT = 500
 """Search hits considered when the changelist search box is used."""
 
 
+def message_hits(search_term: str, limit: int) -> list:
+    """Full-text hits for a changelist search box across every session (none when the query is refused)."""
+    try:
+        return search(search_term, limit=limit, using=router.db_for_read(Message))
+    except AgentSessionsError:
+        return []
+
+
 def message_count_subquery() -> Subquery:
     """Messages per session as a correlated subquery (one changelist query, however many rows)."""
     counts = (
@@ -119,10 +127,7 @@ class SessionRecordAdmin(admin.ModelAdmin):
         """Name/id matches plus sessions having a message with every word (FTS5 / tsvector)."""
         results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
         if search_term.strip():
-            try:
-                hits = search(search_term, limit=FTS_LIMIT, using=router.db_for_read(Message))
-            except AgentSessionsError:
-                hits = []
+            hits = message_hits(search_term, FTS_LIMIT)
             ids = {h.session_id for h in hits}
             if ids:
                 results = results | queryset.filter(pk__in=ids)

@@ -37,6 +37,13 @@ def owned_record(request: HttpRequest, session_id: str, manager: SessionManager 
     return row
 
 
+def owned_manager(request: HttpRequest, session_id: str) -> SessionManager:
+    """The API's manager, after checking the caller owns the session (a 404 otherwise)."""
+    manager = get_manager()
+    owned_record(request, session_id, manager)
+    return manager
+
+
 def require_message(manager: SessionManager, session_id: str, message_id: str) -> None:
     """404 unless the message is stored in the session."""
     if not message_exists(manager, session_id, message_id):

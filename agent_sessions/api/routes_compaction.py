@@ -9,8 +9,8 @@ from ninja import Router, Status
 
 from .. import tasks
 from ..exceptions import CompactionNotConfigured
-from .access import owned_record, require_message
-from .config import config_name, get_manager
+from .access import owned_manager, require_message
+from .config import config_name
 from .errors import ApiError
 from .schemas import (
     ERROR_STATUSES,
@@ -49,8 +49,7 @@ def compact(request: HttpRequest, session_id: str, payload: CompactIn | None = N
     A request while one is queued or running joins it.  With eager Celery (no
     broker) it has already run when the response is sent.
     """
-    manager = get_manager()
-    owned_record(request, session_id, manager)
+    manager = owned_manager(request, session_id)
     leaf_id = payload.leaf_id if payload is not None else None
     if leaf_id is not None:
         require_message(manager, session_id, leaf_id)
@@ -70,8 +69,7 @@ def compact(request: HttpRequest, session_id: str, payload: CompactIn | None = N
 )
 def compaction_status(request: HttpRequest, session_id: str):
     """``idle``, ``pending``, ``running``, ``succeeded`` or ``failed`` (with the error)."""
-    manager = get_manager()
-    owned_record(request, session_id, manager)
+    manager = owned_manager(request, session_id)
     return _status(request, session_id, manager)
 
 
@@ -82,8 +80,7 @@ def compaction_status(request: HttpRequest, session_id: str):
 )
 def list_compactions(request: HttpRequest, session_id: str):
     """Every stored overlay of the session, oldest first."""
-    manager = get_manager()
-    owned_record(request, session_id, manager)
+    manager = owned_manager(request, session_id)
     return {"compactions": manager.get_compactions(session_id)}
 
 
@@ -94,8 +91,7 @@ def list_compactions(request: HttpRequest, session_id: str):
 )
 def add_compaction(request: HttpRequest, session_id: str, payload: CompactionIn):
     """Store an overlay that shows ``summary`` instead of ``from_message_id..to_message_id`` (both must exist)."""
-    manager = get_manager()
-    owned_record(request, session_id, manager)
+    manager = owned_manager(request, session_id)
     require_message(manager, session_id, payload.from_message_id)
     require_message(manager, session_id, payload.to_message_id)
     stored = manager.add_compaction(session_id, payload.summary, payload.from_message_id, payload.to_message_id)

@@ -9,10 +9,9 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Router
 
-from ..manager import SessionManager
+from ..context.block import ContextBlock
 from ..session import Session
-from .access import owned_record
-from .config import get_manager
+from .access import owned_manager
 from .errors import not_found
 from .schemas import ERROR_STATUSES, ContextBlockList, ContextBlockOut, ContextWriteIn, ErrorOut, PromptOut
 
@@ -20,14 +19,22 @@ router = Router(tags=["context"])
 
 
 def _session(request: HttpRequest, session_id: str) -> Session:
-    manager: SessionManager = get_manager()
-    owned_record(request, session_id, manager)
-    return manager.get_session(session_id)
+    return owned_manager(request, session_id).get_session(session_id)
 
 
-def _known(session: Session, label: str) -> None:
-    if session.get_context_block(label) is None:
+def _block(session: Session, label: str) -> ContextBlock:
+    """The session's block ``label``, or a 404."""
+    block = session.get_context_block(label)
+    if block is None:
         raise not_found("context_block")
+    return block
+
+
+def _writable(request: HttpRequest, session_id: str, label: str) -> Session:
+    """The caller's session, once ``label`` is known to be one of its blocks (404 otherwise)."""
+    session = _session(request, session_id)
+    _block(session, label)
+    return session
 
 
 @router.get(
@@ -46,10 +53,7 @@ def list_blocks(request: HttpRequest, session_id: str):
     summary="Get a context block",
 )
 def get_block(request: HttpRequest, session_id: str, label: str):
-    block = _session(request, session_id).get_context_block(label)
-    if block is None:
-        raise not_found("context_block")
-    return block
+    return _block(_session(request, session_id), label)
 
 
 @router.put(
@@ -59,9 +63,7 @@ def get_block(request: HttpRequest, session_id: str, label: str):
 )
 def replace_block(request: HttpRequest, session_id: str, label: str, payload: ContextWriteIn):
     """Replace a writable block's content (409 readonly; 422 over its ``max_tokens``, content unchanged)."""
-    session = _session(request, session_id)
-    _known(session, label)
-    return session.replace_context_block(label, payload.content)
+    return _writable(request, session_id, label).replace_context_block(label, payload.content)
 
 
 @router.post(
@@ -71,9 +73,7 @@ def replace_block(request: HttpRequest, session_id: str, label: str, payload: Co
 )
 def append_block(request: HttpRequest, session_id: str, label: str, payload: ContextWriteIn):
     """Append to a writable block (a newline is inserted unless the block is empty or the text starts with one)."""
-    session = _session(request, session_id)
-    _known(session, label)
-    return session.append_context_block(label, payload.content)
+    return _writable(request, session_id, label).append_context_block(label, payload.content)
 
 
 @router.post(

@@ -10,8 +10,7 @@ from ninja import Query, Router, Status
 from ..manager import SessionManager
 from ..manager.records import update as touch_record
 from ..storage.orm import OMITTED
-from .access import message_exists, owned_record, require_message
-from .config import get_manager
+from .access import message_exists, owned_manager, require_message
 from .errors import ApiError, not_found
 from .schemas import (
     ERROR_STATUSES,
@@ -31,13 +30,6 @@ from .schemas import (
 router = Router(tags=["messages"])
 
 
-def _open(request: HttpRequest, session_id: str) -> SessionManager:
-    """The manager, after checking the caller owns the session."""
-    manager = get_manager()
-    owned_record(request, session_id, manager)
-    return manager
-
-
 def _touch(manager: SessionManager, session_id: str) -> None:
     """Bump ``updated_at`` as the manager's own writes do."""
     touch_record(manager.using, session_id)
@@ -52,9 +44,18 @@ def _parent(manager: SessionManager, session_id: str, payload: AppendIn) -> Any:
     return payload.parent_id
 
 
-def _leaf(manager: SessionManager, session_id: str, leaf_id: str | None) -> None:
+def _open_at_leaf(request: HttpRequest, session_id: str, leaf_id: str | None) -> SessionManager:
+    """The manager for an owned session whose ``leaf_id`` (when given) must be one of its messages."""
+    manager = owned_manager(request, session_id)
     if leaf_id is not None:
         require_message(manager, session_id, leaf_id)
+    return manager
+
+
+def _open_for_append(request: HttpRequest, session_id: str, payload: AppendIn) -> tuple[SessionManager, Any]:
+    """The manager for an owned session, and the payload's checked parent (see ``_parent``)."""
+    manager = owned_manager(request, session_id)
+    return manager, _parent(manager, session_id, payload)
 
 
 @router.post(
@@ -64,8 +65,7 @@ def _leaf(manager: SessionManager, session_id: str, leaf_id: str | None) -> None
 )
 def append_message(request: HttpRequest, session_id: str, payload: AppendIn):
     """201 when stored; 200 with ``inserted: false`` when the id already exists here (nothing changes)."""
-    manager = _open(request, session_id)
-    parent = _parent(manager, session_id, payload)
+    manager, parent = _open_for_append(request, session_id, payload)
     inserted = manager.get_session(session_id).append_message(message_dict(payload.message), parent)
     if inserted:
         _touch(manager, session_id)
@@ -79,8 +79,7 @@ def append_message(request: HttpRequest, session_id: str, payload: AppendIn):
 )
 def upsert_message(request: HttpRequest, session_id: str, payload: AppendIn):
     """Insert the message (like append), or replace the stored one with the same id in place (parent kept)."""
-    manager = _open(request, session_id)
-    parent = _parent(manager, session_id, payload)
+    manager, parent = _open_for_append(request, session_id, payload)
     existed = message_exists(manager, session_id, payload.message.id)
     manager.upsert(session_id, message_dict(payload.message), parent)
     return Status(200 if existed else 201, {"id": payload.message.id, "inserted": not existed})
@@ -93,7 +92,7 @@ def upsert_message(request: HttpRequest, session_id: str, payload: AppendIn):
 )
 def delete_messages(request: HttpRequest, session_id: str, payload: DeleteMessagesIn):
     """Delete messages by id (unknown ids are ignored); their children stay, as roots."""
-    manager = _open(request, session_id)
+    manager = owned_manager(request, session_id)
     deleted = manager.get_session(session_id).delete_messages(payload.ids)
     _touch(manager, session_id)
     return {"deleted": int(deleted or 0)}
@@ -105,7 +104,7 @@ def delete_messages(request: HttpRequest, session_id: str, payload: DeleteMessag
     summary="Get a message",
 )
 def get_message(request: HttpRequest, session_id: str, message_id: str):
-    manager = _open(request, session_id)
+    manager = owned_manager(request, session_id)
     message = manager.get_session(session_id).get_message(message_id)
     if message is None:
         raise not_found("message")
@@ -119,7 +118,7 @@ def get_message(request: HttpRequest, session_id: str, message_id: str):
 )
 def update_message(request: HttpRequest, session_id: str, message_id: str, payload: UIMessageIn):
     """Replace a stored message's content (its ``id`` must match the path); search is re-indexed."""
-    manager = _open(request, session_id)
+    manager = owned_manager(request, session_id)
     if payload.id != message_id:
         raise ApiError(422, "id_mismatch", "The message's id must match the id in the path.")
     session = manager.get_session(session_id)
@@ -132,8 +131,7 @@ def update_message(request: HttpRequest, session_id: str, message_id: str, paylo
 @router.get("/sessions/{session_id}/history", response={200: MessageList, ERROR_STATUSES: ErrorOut}, summary="History")
 def get_history(request: HttpRequest, session_id: str, leaf_id: str | None = Query(None)):
     """Root→leaf path of ``leaf_id`` (default: the latest leaf) with compaction summaries applied."""
-    manager = _open(request, session_id)
-    _leaf(manager, session_id, leaf_id)
+    manager = _open_at_leaf(request, session_id, leaf_id)
     return {"messages": manager.get_history(session_id, leaf_id)}
 
 
@@ -142,7 +140,7 @@ def get_history(request: HttpRequest, session_id: str, leaf_id: str | None = Que
 )
 def get_branches(request: HttpRequest, session_id: str, message_id: str = Query(...)):
     """Children of ``message_id``, oldest first."""
-    manager = _open(request, session_id)
+    manager = owned_manager(request, session_id)
     require_message(manager, session_id, message_id)
     return {"messages": manager.get_branches(session_id, message_id)}
 
@@ -150,7 +148,7 @@ def get_branches(request: HttpRequest, session_id: str, message_id: str = Query(
 @router.get("/sessions/{session_id}/leaf", response={200: LeafOut, ERROR_STATUSES: ErrorOut}, summary="Latest leaf")
 def get_latest_leaf(request: HttpRequest, session_id: str):
     """The most recently appended childless message (``null`` for an empty session)."""
-    manager = _open(request, session_id)
+    manager = owned_manager(request, session_id)
     return {"message": manager.get_session(session_id).get_latest_leaf()}
 
 
@@ -159,6 +157,5 @@ def get_latest_leaf(request: HttpRequest, session_id: str):
 )
 def get_path_length(request: HttpRequest, session_id: str, leaf_id: str | None = Query(None)):
     """Stored messages from the root to the leaf (no compaction applied)."""
-    manager = _open(request, session_id)
-    _leaf(manager, session_id, leaf_id)
+    manager = _open_at_leaf(request, session_id, leaf_id)
     return {"length": manager.get_session(session_id).get_path_length(leaf_id)}

@@ -6,7 +6,7 @@ from django.http import HttpRequest
 from ninja import Query, Router
 
 from .. import conf
-from .access import owned_record, session_filter
+from .access import owned_manager, session_filter
 from .config import get_manager
 from .schemas import ERROR_STATUSES, MAX_INT, ErrorOut, SearchOut
 from .search import search_owned, search_session
@@ -31,7 +31,6 @@ def search_all(request: HttpRequest, q: str = _Q, limit: int = _LIMIT):
 )
 def search_one(request: HttpRequest, session_id: str, q: str = _Q, limit: int = _LIMIT):
     """Best matches within one session."""
-    manager = get_manager()
-    owned_record(request, session_id, manager)
+    manager = owned_manager(request, session_id)
     limit = min(limit, conf.api_max_page_size())
     return {"results": search_session(manager.get_session(session_id), q, limit)}

@@ -7,7 +7,7 @@ from django.http import HttpRequest
 from ninja import Query, Router, Status
 
 from .. import conf
-from .access import owned_record, require_message, set_owner, visible_sessions
+from .access import owned_manager, owned_record, require_message, set_owner, visible_sessions
 from .config import get_manager
 from .errors import ApiError
 from .schemas import (
@@ -64,8 +64,7 @@ def get_session(request: HttpRequest, session_id: str):
     "/sessions/{session_id}", response={200: SessionOut, ERROR_STATUSES: ErrorOut}, summary="Rename a session"
 )
 def rename_session(request: HttpRequest, session_id: str, payload: SessionRename):
-    manager = get_manager()
-    owned_record(request, session_id, manager)
+    manager = owned_manager(request, session_id)
     manager.rename(session_id, payload.name)
     return owned_record(request, session_id, manager)
 
@@ -73,8 +72,7 @@ def rename_session(request: HttpRequest, session_id: str, payload: SessionRename
 @router.delete("/sessions/{session_id}", response={204: None, ERROR_STATUSES: ErrorOut}, summary="Delete a session")
 def delete_session(request: HttpRequest, session_id: str):
     """Deletes its messages, compactions, context blocks and stored prompt too."""
-    manager = get_manager()
-    owned_record(request, session_id, manager)
+    manager = owned_manager(request, session_id)
     manager.delete(session_id)
     return Status(204, None)
 
@@ -84,8 +82,7 @@ def delete_session(request: HttpRequest, session_id: str):
 )
 def fork_session(request: HttpRequest, session_id: str, payload: ForkIn):
     """Copy the path up to ``at_message_id`` into a new session of the caller (``parent_session_id`` = this one)."""
-    manager = get_manager()
-    owned_record(request, session_id, manager)
+    manager = owned_manager(request, session_id)
     require_message(manager, session_id, payload.at_message_id)
     with transaction.atomic(using=manager.using):
         info = manager.fork(session_id, payload.at_message_id, payload.name)
@@ -100,8 +97,7 @@ def fork_session(request: HttpRequest, session_id: str, payload: ForkIn):
 )
 def compact_and_split(request: HttpRequest, session_id: str, payload: SplitIn):
     """End this session (``end_reason="compaction"``) and continue in a new one seeded with ``summary``."""
-    manager = get_manager()
-    owned_record(request, session_id, manager)
+    manager = owned_manager(request, session_id)
     with transaction.atomic(using=manager.using):
         info = manager.compact_and_split(session_id, payload.summary, payload.name)
         row = set_owner(request, manager, info.id)
@@ -111,7 +107,6 @@ def compact_and_split(request: HttpRequest, session_id: str, payload: SplitIn):
 @router.post("/sessions/{session_id}/usage", response={200: SessionOut, ERROR_STATUSES: ErrorOut}, summary="Add usage")
 def add_usage(request: HttpRequest, session_id: str, payload: UsageIn):
     """Add token counts and cost (atomic increments); returns the updated session."""
-    manager = get_manager()
-    owned_record(request, session_id, manager)
+    manager = owned_manager(request, session_id)
     manager.add_usage(session_id, payload.input_tokens, payload.output_tokens, payload.cost)
     return owned_record(request, session_id, manager)

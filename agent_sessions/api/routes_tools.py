@@ -13,8 +13,7 @@ from ninja import Router
 
 from ..manager.history import TOOL_LIMIT, session_search_tool
 from ..tools import Tool
-from .access import owned_record, session_filter
-from .config import get_manager
+from .access import owned_manager, session_filter
 from .errors import ApiError, not_found
 from .schemas import ERROR_STATUSES, ErrorOut, ToolCallIn, ToolList, ToolResultOut
 from .search import search_owned
@@ -23,8 +22,7 @@ router = Router(tags=["tools"])
 
 
 def _tools(request: HttpRequest, session_id: str) -> dict[str, Tool]:
-    manager = get_manager()
-    owned_record(request, session_id, manager)
+    manager = owned_manager(request, session_id)
     allowed = session_filter(request, manager)
 
     def search(query: str, *, limit: int = TOOL_LIMIT) -> list:

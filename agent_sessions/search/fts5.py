@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.db import DatabaseError
 
-from .plan import Filters, Split, Target, occurrences_sql, split
+from .plan import Filters, Split, Target, occurrences_sql, scope_sql, split
 from .query import AnyOf, Query, Term
 from .snippet import ELLIPSIS, START, STOP
 
@@ -107,15 +107,9 @@ def _other_group(group: AnyOf, target: Target, params: list, variants: Variants)
     return "(" + " OR ".join(tests) + ")"
 
 
-def _scope_sql(target: Target, filters: Filters, params: list, alias: str) -> list[str]:
-    where = []
-    if filters.scope is not None:
-        where.append(f"{alias}{target.scope} = %s")
-        params.append(filters.scope)
-    if filters.roles is not None and target.has_role:
-        where.append(f"{alias}role IN ({', '.join(['%s'] * len(filters.roles))})" if filters.roles else "1 = 0")
-        params.extend(filters.roles)
-    return where
+def _roles_in(column: str, roles: tuple[str, ...], params: list) -> str:
+    params.extend(roles)
+    return f"{column} IN ({', '.join(['%s'] * len(roles))})" if roles else "1 = 0"
 
 
 def compile_query(cursor, query: Query, target: Target, filters: Filters) -> tuple[str, list]:
@@ -140,10 +134,10 @@ def compile_query(cursor, query: Query, target: Target, filters: Filters) -> tup
     where_params: list = []
     if parts.indexed:
         source = f"{target.table} AS m"
-        where = _scope_sql(target, filters, where_params, "m.")
+        where = scope_sql(target, filters, where_params, "m.", _roles_in)
     else:
         # Nothing indexable is required: scan only the newest rows of the scope.
-        inner = _scope_sql(target, filters, from_params, "")
+        inner = scope_sql(target, filters, from_params, "", _roles_in)
         source = (
             f"(SELECT * FROM {target.table}{' WHERE ' + ' AND '.join(inner) if inner else ''} "
             "ORDER BY seq DESC LIMIT %s) AS m"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import snippet as snippets
@@ -117,3 +118,18 @@ def finish(rows: list[tuple], query: Query, target: Target, filters: Filters) ->
             made = snippets.mark_outside(made, cjk)
         out.append((*cols, made))
     return out
+
+
+RoleTest = Callable[[str, tuple[str, ...], list], str]
+"""``(column, roles, params) -> condition``: the vendor's "role is one of these" test (binds into ``params``)."""
+
+
+def scope_sql(target: Target, filters: Filters, params: list, alias: str, role_test: RoleTest) -> list[str]:
+    """Conditions for the scope value and (where the target has one) the role filter."""
+    where = []
+    if filters.scope is not None:
+        where.append(f"{alias}{target.scope} = %s")
+        params.append(filters.scope)
+    if filters.roles is not None and target.has_role:
+        where.append(role_test(f"{alias}role", filters.roles, params))
+    return where

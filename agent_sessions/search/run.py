@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from . import args as search_query
-from .plan import Filters, Target, finish
+from .plan import ENTRIES, MESSAGES, Filters, Target, finish
 from .query import Query
 
 Compiler = Callable[[object, Query, Target, Filters], tuple[str, list]]
@@ -40,3 +41,38 @@ def search_rows(
     sql, params = compile_query(cursor, query, target, filters)
     cursor.execute(sql, params)
     return finish(cursor.fetchall(), query, target, filters)
+
+
+@dataclass(frozen=True)
+class Searcher:
+    """A backend's ``search_messages`` / ``search_entries``, over its own compiler."""
+
+    compile_query: Compiler
+
+    def search_messages(
+        self,
+        cursor,
+        session_id: str | None,
+        terms,
+        limit: int,
+        *,
+        offset: int = 0,
+        role: str | tuple[str, ...] | None = None,
+        snippets: bool = False,
+    ) -> list[tuple]:
+        """Rows ``(id, role, text_content, created_at, session_id)`` (+ ``snippet`` when asked), best first.
+
+        ``terms``: a parsed query (``query_terms``) or a plain list of required words.
+        """
+        return search_rows(
+            cursor, self.compile_query, MESSAGES, terms,
+            scope=session_id, limit=limit, offset=offset, role=role, snippets=snippets,
+        )  # fmt: skip
+
+    def search_entries(
+        self, cursor, label: str, terms, limit: int, *, offset: int = 0, snippets: bool = False
+    ) -> list[tuple]:
+        """Rows ``(key, content)`` (+ ``snippet`` when asked) of one label's entries, best match first."""
+        return search_rows(
+            cursor, self.compile_query, ENTRIES, terms, scope=label, limit=limit, offset=offset, snippets=snippets
+        )

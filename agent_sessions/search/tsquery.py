@@ -9,7 +9,7 @@ tsquery syntax); the results are combined with the tsquery operators
 
 from __future__ import annotations
 
-from .plan import Filters, Target, like_pattern, occurrences_sql, split
+from .plan import Filters, Target, like_pattern, occurrences_sql, scope_sql, split
 from .query import AnyOf, Query, Term
 from .snippet import ELLIPSIS, START, STOP
 
@@ -44,15 +44,9 @@ def _other_group(group: AnyOf, target: Target, config: str, params: list) -> str
     return "(" + " OR ".join(tests) + ")"
 
 
-def _scope_sql(target: Target, filters: Filters, params: list, alias: str) -> list[str]:
-    where = []
-    if filters.scope is not None:
-        where.append(f"{alias}{target.scope} = %s")
-        params.append(filters.scope)
-    if filters.roles is not None and target.has_role:
-        where.append(f"{alias}role = ANY(%s)")
-        params.append(list(filters.roles))
-    return where
+def _role_any(column: str, roles: tuple[str, ...], params: list) -> str:
+    params.append(list(roles))
+    return f"{column} = ANY(%s)"
 
 
 def compile_query(query: Query, target: Target, filters: Filters, config: str) -> tuple[str, list]:
@@ -73,10 +67,10 @@ def compile_query(query: Query, target: Target, filters: Filters, config: str) -
     where_params: list = []
     if parts.indexed:
         source = f"{target.table} m"
-        where = _scope_sql(target, filters, where_params, "m.")
+        where = scope_sql(target, filters, where_params, "m.", _role_any)
     else:
         # Nothing indexable is required: scan only the newest rows of the scope.
-        inner = _scope_sql(target, filters, from_params, "")
+        inner = scope_sql(target, filters, from_params, "", _role_any)
         source = (
             f"(SELECT * FROM {target.table}{' WHERE ' + ' AND '.join(inner) if inner else ''} "
             "ORDER BY seq DESC LIMIT %s) m"

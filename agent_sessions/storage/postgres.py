@@ -9,8 +9,8 @@ from __future__ import annotations
 from django.db import transaction
 
 from .. import conf
-from ..search import plan, tsquery
-from ..search.run import search_rows
+from ..search import tsquery
+from ..search.run import Searcher
 
 vendor = "postgresql"
 
@@ -80,31 +80,9 @@ def _compile(cursor, query, target, filters):
     return tsquery.compile_query(query, target, filters, conf.pg_text_search_config())
 
 
-def search_messages(
-    cursor,
-    session_id: str | None,
-    terms,
-    limit: int,
-    *,
-    offset: int = 0,
-    role: str | tuple[str, ...] | None = None,
-    snippets: bool = False,
-) -> list[tuple]:
-    """Rows ``(id, role, text_content, created_at, session_id)`` (+ ``snippet`` when asked), best first.
-
-    ``terms``: a parsed query (``query_terms``) or a plain list of required words.
-    """
-    return search_rows(
-        cursor, _compile, plan.MESSAGES, terms,
-        scope=session_id, limit=limit, offset=offset, role=role, snippets=snippets,
-    )  # fmt: skip
-
-
-def search_entries(cursor, label: str, terms, limit: int, *, offset: int = 0, snippets: bool = False) -> list[tuple]:
-    """Rows ``(key, content)`` (+ ``snippet`` when asked) of one label's entries, best match first."""
-    return search_rows(
-        cursor, _compile, plan.ENTRIES, terms, scope=label, limit=limit, offset=offset, snippets=snippets
-    )
+_searcher = Searcher(_compile)
+search_messages = _searcher.search_messages
+search_entries = _searcher.search_entries
 
 
 def trigram_install_sql() -> list[str]:

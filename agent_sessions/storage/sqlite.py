@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 
 from ..search import fts5, plan
-from ..search.run import search_rows
+from ..search.run import Searcher
 
 vendor = "sqlite"
 
@@ -76,31 +76,9 @@ def append_transaction(connection):
     return contextlib.nullcontext()
 
 
-def search_messages(
-    cursor,
-    session_id: str | None,
-    terms,
-    limit: int,
-    *,
-    offset: int = 0,
-    role: str | tuple[str, ...] | None = None,
-    snippets: bool = False,
-) -> list[tuple]:
-    """Rows ``(id, role, text_content, created_at, session_id)`` (+ ``snippet`` when asked), best first.
-
-    ``terms``: a parsed query (``query_terms``) or a plain list of required words.
-    """
-    return search_rows(
-        cursor, fts5.compile_query, plan.MESSAGES, terms,
-        scope=session_id, limit=limit, offset=offset, role=role, snippets=snippets,
-    )  # fmt: skip
-
-
-def search_entries(cursor, label: str, terms, limit: int, *, offset: int = 0, snippets: bool = False) -> list[tuple]:
-    """Rows ``(key, content)`` (+ ``snippet`` when asked) of one label's entries, best match first."""
-    return search_rows(
-        cursor, fts5.compile_query, plan.ENTRIES, terms, scope=label, limit=limit, offset=offset, snippets=snippets
-    )
+_searcher = Searcher(fts5.compile_query)
+search_messages = _searcher.search_messages
+search_entries = _searcher.search_entries
 
 
 def install_sql() -> list[str]:

@@ -13,55 +13,23 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 import uuid
-from pathlib import Path
 
 import pytest
-from django.db import connection, connections
+from django.db import connections
 
 from agent_sessions import Session, registry
 from agent_sessions import tasks as jobs
 from tests import sessions_registry
 from tests.conftest import msg
+from tests.e2e.support import fill, redis_client, start_worker, wait_for, wait_ready
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True), pytest.mark.timeout(180)]
 
-ROOT = Path(__file__).resolve().parents[2]
 BROKER_URL = os.environ.get("AGENT_SESSIONS_E2E_REDIS_URL", "redis://127.0.0.1:6379/5")
 SUMMARY_DELAY = 1.5
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(reason)
-    pytest.skip(reason)
-
-
-def _redis():
-    try:
-        import redis
-    except ImportError:
-        _unavailable("the redis client is not installed")
-    client = redis.Redis.from_url(BROKER_URL, socket_connect_timeout=2)
-    try:
-        client.ping()
-    except Exception as exc:  # noqa: BLE001
-        _unavailable(f"Redis at {BROKER_URL} is unreachable: {exc}")
-    return client
-
-
-def _wait_for(predicate, timeout: float, what: str, log: Path | None = None, details=lambda: ""):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    tail = log.read_text(errors="replace")[-4000:] if log and log.exists() else ""
-    pytest.fail(f"timed out waiting for {what}; {details()}\n--- worker log ---\n{tail}")
 
 
 def _use_broker(app, url: str, eager: bool) -> None:
@@ -78,33 +46,17 @@ def _use_broker(app, url: str, eager: bool) -> None:
 @pytest.fixture
 def worker(tmp_path, monkeypatch):
     """A celery worker on the live test database; the test process publishes to its queue."""
-    client = _redis()
+    client = redis_client(BROKER_URL)
     queue = f"agent-sessions-e2e-{uuid.uuid4().hex[:10]}"
     log = tmp_path / "worker.log"
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "tests.worker_settings",
-        "PYTHONPATH": str(ROOT),
-        "AGENT_SESSIONS_TEST_DB": "postgres" if connection.vendor == "postgresql" else "sqlite",
-        "AGENT_SESSIONS_WORKER_DB_NAME": str(connection.settings_dict["NAME"]),
-        "AGENT_SESSIONS_WORKER_BROKER_URL": BROKER_URL,
-        "AGENT_SESSIONS_WORKER_QUEUE": queue,
-        "AGENT_SESSIONS_TEST_SUMMARY_DELAY": str(SUMMARY_DELAY),
-    }
-    command = [
-        str(Path(sys.executable).with_name("celery")), "-A", "project", "worker", "--pool=threads",
-        "--concurrency=2", "-Q", queue, "-l", "info", "--without-mingle", "--without-gossip",
-        "--without-heartbeat", "-n", f"{queue}@%h",
-    ]
-    with log.open("w") as out:
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
+    process = start_worker(
+        log, settings_module="tests.worker_settings", broker_url=BROKER_URL, queue=queue, node=queue,
+        pool="threads", concurrency=2, summary_delay=SUMMARY_DELAY,
+    )  # fmt: skip
     app = jobs.compact_session.app
     saved = {key: app.conf[key] for key in ("broker_url", "task_always_eager")}
     try:
-        _wait_for(lambda: process.poll() is not None or "ready." in log.read_text(errors="replace"), 60,
-                  "the worker to start", log)
-        assert process.poll() is None, log.read_text(errors="replace")
+        wait_ready(process, log, "the worker to start")
         _use_broker(app, BROKER_URL, eager=False)
         publish = jobs.compact_session.apply_async
         monkeypatch.setattr(jobs.compact_session, "apply_async", lambda *a, **k: publish(*a, **{**k, "queue": queue}))
@@ -120,20 +72,13 @@ def worker(tmp_path, monkeypatch):
         client.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
 
 
-def _fill(session_id: str, n: int) -> None:
-    """Messages under the tests' configuration threshold, appended without any trigger."""
-    plain = Session.create().for_session(session_id)
-    for i in range(n):
-        plain.append_message(msg(f"m{i}", "user" if i % 2 == 0 else "assistant", " ".join([f"word{i}"] * 10)))
-
-
 def _compactions(session_id: str) -> list:
     return Session.create().for_session(session_id).get_compactions()
 
 
 def test_append_returns_before_the_worker_stores_the_summary(worker, session_id):
     log, queue_info = worker
-    _fill(session_id, 5)
+    fill(session_id, 5)
     session = registry.get(sessions_registry.SLOW).get_session(session_id)
     assert session._estimate_tokens() <= sessions_registry.THRESHOLD
     started = time.monotonic()
@@ -143,19 +88,19 @@ def test_append_returns_before_the_worker_stores_the_summary(worker, session_id)
     assert session.get_compactions() == []  # the summary does not exist yet
     assert jobs.get_compaction_status(session_id)["status"] in {"pending", "running"}
 
-    [overlay] = _wait_for(lambda: _compactions(session_id), 60, "the overlay", log,
+    [overlay] = wait_for(lambda: _compactions(session_id), 60, "the overlay", log,
                           lambda: f"{jobs.get_compaction_status(session_id)}; {queue_info()}")
     assert overlay.summary == "SLOW SUMMARY"
     history = session.get_history()
     assert history[1]["id"] == f"compaction_{overlay.id}" and history[-1]["id"] == "crossing"
-    status = _wait_for(lambda: (s := jobs.get_compaction_status(session_id))["status"] == "succeeded" and s,
+    status = wait_for(lambda: (s := jobs.get_compaction_status(session_id))["status"] == "succeeded" and s,
                        30, "the job to finish", log)
     assert status["attempts"] == 1 and status["last_error"] == ""
 
 
 def test_concurrent_triggers_produce_one_compaction(worker, session_id):
     log_path, queue_info = worker
-    _fill(session_id, 9)
+    fill(session_id, 9)
     assert registry.get(sessions_registry.SLOW).get_session(session_id)._estimate_tokens() > sessions_registry.THRESHOLD
     barrier = threading.Barrier(4)
 
@@ -174,7 +119,7 @@ def test_concurrent_triggers_produce_one_compaction(worker, session_id):
         thread.start()
     for thread in threads:
         thread.join(30)
-    _wait_for(lambda: _compactions(session_id), 60, "the overlay", log_path,
+    wait_for(lambda: _compactions(session_id), 60, "the overlay", log_path,
               lambda: f"{jobs.get_compaction_status(session_id)}; {queue_info()}")
     time.sleep(SUMMARY_DELAY * 2 + 1)  # room for any duplicate to (wrongly) finish a second summary
     assert len(_compactions(session_id)) == 1

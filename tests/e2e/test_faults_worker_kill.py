@@ -16,52 +16,25 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
 
 import pytest
-from django.db import connection
 
-from agent_sessions import Session, registry
+from agent_sessions import registry
 from agent_sessions import tasks as jobs
 from tests import sessions_registry
 from tests.conftest import msg
+from tests.e2e.support import fill, redis_client, start_worker, wait_for, wait_ready
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True), pytest.mark.timeout(180)]
 
-ROOT = Path(__file__).resolve().parents[2]
 TASK_ID = re.compile(r"agent_sessions\.tasks\.compact_session\[([0-9a-f-]{36})\] received")
 BROKER_URL = os.environ.get("AGENT_SESSIONS_FAULTS_WORKER_REDIS_URL", "redis://127.0.0.1:6379/10")
 SUMMARY_DELAY = 4.0
 VISIBILITY_TIMEOUT = 6.0
 LEASE_SECONDS = 4.5
-
-
-def _redis():
-    try:
-        import redis
-    except ImportError:
-        pytest.fail("the redis client is not installed") if os.environ.get("CI") else pytest.skip("no redis client")
-    client = redis.Redis.from_url(BROKER_URL, socket_connect_timeout=2)
-    try:
-        client.ping()
-    except Exception as exc:  # noqa: BLE001
-        reason = f"Redis at {BROKER_URL} is unreachable: {exc}"
-        pytest.fail(reason) if os.environ.get("CI") else pytest.skip(reason)
-    return client
-
-
-def _wait_for(predicate, timeout: float, what: str, log: Path | None = None):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    tail = log.read_text(errors="replace")[-4000:] if log and log.exists() else ""
-    pytest.fail(f"timed out waiting for {what}\n--- worker log ---\n{tail}")
 
 
 class Workers:
@@ -74,30 +47,16 @@ class Workers:
 
     def start(self, name: str) -> Path:
         log = self.tmp_path / f"{name}.log"
-        env = {
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "scripts.fault_worker_settings",
-            "PYTHONPATH": str(ROOT),
-            "AGENT_SESSIONS_TEST_DB": "postgres" if connection.vendor == "postgresql" else "sqlite",
-            "AGENT_SESSIONS_WORKER_DB_NAME": str(connection.settings_dict["NAME"]),
-            "AGENT_SESSIONS_WORKER_BROKER_URL": BROKER_URL,
-            "AGENT_SESSIONS_WORKER_QUEUE": self.queue,
-            "AGENT_SESSIONS_TEST_SUMMARY_DELAY": str(SUMMARY_DELAY),
-            "AGENT_SESSIONS_FAULT_VISIBILITY_TIMEOUT": str(VISIBILITY_TIMEOUT),
-            "AGENT_SESSIONS_FAULT_LEASE_SECONDS": str(LEASE_SECONDS),
-        }
-        command = [
-            str(Path(sys.executable).with_name("celery")), "-A", "project", "worker", "--pool=prefork",
-            "--concurrency=1", "-Q", self.queue, "-l", "info", "--without-mingle", "--without-gossip",
-            "--without-heartbeat", "-n", f"{name}-{self.queue}@%h",
-        ]
-        with log.open("w") as out:
-            process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                       start_new_session=True)
+        process = start_worker(
+            log, settings_module="scripts.fault_worker_settings", broker_url=BROKER_URL, queue=self.queue,
+            node=f"{name}-{self.queue}", pool="prefork", concurrency=1, summary_delay=SUMMARY_DELAY,
+            extra_env={
+                "AGENT_SESSIONS_FAULT_VISIBILITY_TIMEOUT": str(VISIBILITY_TIMEOUT),
+                "AGENT_SESSIONS_FAULT_LEASE_SECONDS": str(LEASE_SECONDS),
+            },
+        )
         self.processes.append(process)
-        _wait_for(lambda: process.poll() is not None or "ready." in log.read_text(errors="replace"), 60,
-                  f"worker {name} to start", log)
-        assert process.poll() is None, log.read_text(errors="replace")
+        wait_ready(process, log, f"worker {name} to start")
         return log
 
     def kill9(self, index: int) -> None:
@@ -117,7 +76,7 @@ class Workers:
 
 @pytest.fixture
 def workers(tmp_path, monkeypatch, settings):
-    client = _redis()
+    client = redis_client(BROKER_URL, missing_skip="no redis client")
     queue = f"agent-sessions-kill-{uuid.uuid4().hex[:10]}"
     pool = Workers(tmp_path, queue)
     app = jobs.compact_session.app
@@ -137,15 +96,13 @@ def workers(tmp_path, monkeypatch, settings):
 
 def test_worker_killed_mid_compaction_the_task_is_redelivered_and_stores_one_overlay(workers, session_id):
     first = workers.start("first")
-    plain = Session.create().for_session(session_id)
-    for i in range(5):
-        plain.append_message(msg(f"m{i}", "user" if i % 2 == 0 else "assistant", " ".join([f"word{i}"] * 10)))
+    fill(session_id, 5)
     session = registry.get(sessions_registry.SLOW).get_session(session_id)
     assert session.append_message(msg("crossing", text="this one crosses the threshold " * 10)) is True
 
     # The worker is inside the summariser (job running, no overlay yet): kill everything.
-    _wait_for(lambda: jobs.get_compaction_status(session_id)["status"] == "running", 30, "the run to start", first)
-    _wait_for(lambda: "compact_session[" in first.read_text(errors="replace"), 10, "the task in the log", first)
+    wait_for(lambda: jobs.get_compaction_status(session_id)["status"] == "running", 30, "the run to start", first)
+    wait_for(lambda: "compact_session[" in first.read_text(errors="replace"), 10, "the task in the log", first)
     time.sleep(0.5)
     workers.kill9(0)
     killed_at = time.monotonic()
@@ -158,10 +115,10 @@ def test_worker_killed_mid_compaction_the_task_is_redelivered_and_stores_one_ove
         assert session.append_message(msg(f"late{i}", text="more words after the crash")) is True
 
     second = workers.start("second")
-    [overlay] = _wait_for(lambda: session.get_compactions(), 60, "the redelivered task's overlay", second)
+    [overlay] = wait_for(lambda: session.get_compactions(), 60, "the redelivered task's overlay", second)
     redelivered_after = time.monotonic() - killed_at
     assert overlay.summary == "SLOW SUMMARY"
-    _wait_for(lambda: jobs.get_compaction_status(session_id)["status"] == "succeeded", 30, "the job to finish", second)
+    wait_for(lambda: jobs.get_compaction_status(session_id)["status"] == "succeeded", 30, "the job to finish", second)
     time.sleep(SUMMARY_DELAY + 1)  # room for any duplicate run to (wrongly) store a second overlay
     assert len(session.get_compactions()) == 1
     log = second.read_text(errors="replace")
