@@ -32,7 +32,7 @@ from .asyncutils import acall, call, with_async_twins
 from .compaction import CompactContext
 from .exceptions import CompactionNotConfigured
 from .overlays import summary_message
-from .storage.orm import _LATEST_LEAF, DjangoSessionProvider
+from .storage.orm import _LATEST_LEAF, DjangoSessionProvider, latest_leaf_params
 from .tokens import estimate_message_tokens, estimate_one_message_tokens, estimate_string_tokens
 from .types import COMPACTION_PREFIX, CompactResult, StoredCompaction, TokenCounterInput, is_finite_number
 
@@ -385,7 +385,7 @@ def _orm_history_tokens(
 def _leaf_row(storage: DjangoSessionProvider, parent_id: Any) -> tuple[str, int | None] | None:
     """``(id, path_tokens)`` of the newest child of ``parent_id`` (an append's new row), else the latest leaf."""
     if parent_id is _UNKNOWN:
-        row = storage._fetchone(_LATEST_LEAF, [storage.session_id])
+        row = storage._fetchone(_LATEST_LEAF, latest_leaf_params(storage.session_id))
         return (row[0], row[2]) if row else None
     parent_test = "parent_id IS NULL" if parent_id is None else "parent_id = %s"
     params = [storage.session_id] if parent_id is None else [storage.session_id, parent_id]

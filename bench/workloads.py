@@ -59,7 +59,7 @@ class Raw:
         """Auto-parented append: the same INSERT … SELECT (and, on Postgres, lock) ours issues."""
         tokens = estimate_one_message_tokens(m)
         params = [m["id"], session_id, m["role"], dump_message(m), text_content(m), self.now(), tokens,
-                  tokens, tokens, session_id]
+                  tokens, tokens, *orm.latest_leaf_params(session_id)]
         statement = orm._INSERT.format(parent=orm._LATEST_LEAF)
         if self.vendor == "postgresql":
             with self.conn.transaction():
@@ -90,7 +90,7 @@ class Raw:
             self.conn.execute("COMMIT")
 
     def leaf(self, session_id: str) -> str:
-        return self.execute(orm._LATEST_LEAF, [session_id]).fetchone()[0]
+        return self.execute(orm._LATEST_LEAF, orm.latest_leaf_params(session_id)).fetchone()[0]
 
     def history(self, session_id: str) -> list[dict]:
         leaf = self.leaf(session_id)
@@ -140,6 +140,13 @@ class Raw:
             with self.conn.transaction():
                 return self.conn.cursor().execute(statement, [source, leaf, source, 10**9, target]).rowcount
         return self.execute(statement, [source, leaf, source, 10**9, target]).rowcount
+
+
+def analyze(alias: str) -> None:
+    """Refresh Postgres planner statistics after a bulk load, as autovacuum would shortly after."""
+    if connections[alias].vendor == "postgresql":
+        with connections[alias].cursor() as cursor:
+            cursor.execute("ANALYZE assistant_messages")
 
 
 def _sid(tag: str) -> str:
@@ -194,6 +201,7 @@ def history_reads(alias: str, database: str, n: int, peers: list, rounds: int) -
     sid = _sid("history")
     raw = Raw(alias)
     raw.append_all(sid, [message(i) for i in range(n)])
+    analyze(alias)
     session = Session.create(using=alias).for_session(sid)
     assert len(session.get_history()) == n
     results = [
@@ -230,6 +238,7 @@ def search(alias: str, database: str, rows: int, rounds: int) -> list[Result]:
                 words[3:5] = ["deploying", "Friday"]
             batch.append(message(i, " ".join(words)))
         raw.append_all(_sid(f"search{s}"), batch)
+    analyze(alias)
     query = "deploy friday"
     ours = median_of(lambda: orm.search(query, limit=20, using=alias), rounds)
     hits = len(orm.search(query, limit=20, using=alias))
@@ -246,6 +255,7 @@ def fork(alias: str, database: str, n: int, rounds: int) -> list[Result]:
     info = manager.create("fork source")
     raw = Raw(alias)
     raw.append_all(info.id, [message(i) for i in range(n)])
+    analyze(alias)
     leaf = f"m{n - 1}"
     ours = median_of(lambda: manager.fork(info.id, leaf, "fork"), rounds)
     floor = median_of(lambda: raw.fork(info.id, _sid("fork-raw"), leaf), rounds)

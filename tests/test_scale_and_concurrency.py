@@ -105,3 +105,40 @@ def test_two_processes_appending_make_one_linear_chain(session_id):
     for w in ("w0", "w1"):
         mine = [int(m["id"].split("-")[1]) for m in history if m["id"].startswith(w)]
         assert mine == list(range(500))
+
+
+@pytest.mark.django_db
+def test_latest_leaf_lookup_stays_bounded_whatever_the_planner_thinks(session):
+    """The whole-session fallback arm never runs when the newest rows hold the leaf.
+
+    Postgres chose O(session) plans for simpler forms of this query when its statistics
+    were stale (a freshly loaded table): appends then slowed 25× at 10,000 messages.
+    """
+    from agent_sessions.storage.orm import _LATEST_LEAF, latest_leaf_params
+
+    bulk_chain(session.session_id, 3_000)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + _LATEST_LEAF, latest_leaf_params(session.session_id))
+            plan = "\n".join(r[0] for r in cursor.fetchall())
+            anywhere = plan[plan.index("Subquery Scan on anywhere"):]
+            assert "(never executed)" in anywhere.splitlines()[0], plan
+        cursor.execute(_LATEST_LEAF, latest_leaf_params(session.session_id))
+        assert cursor.fetchone()[0] == "m2999"
+    # A foreign writer put children before their parent: the newest 8 rows all have
+    # children, so the fallback arm answers (still correctly).
+    with connection.cursor() as cursor:
+        for i in range(10):
+            cursor.execute(
+                "INSERT INTO assistant_messages (id, session_id, parent_id, role, content, text_content) "
+                "VALUES (%s, %s, %s, 'user', '{}', '')",
+                [f"early{i}", session.session_id, f"late{i}"],
+            )
+        for i in range(10):
+            cursor.execute(
+                "INSERT INTO assistant_messages (id, session_id, parent_id, role, content, text_content) "
+                "VALUES (%s, %s, NULL, 'user', '{}', '')",
+                [f"late{i}", session.session_id],
+            )
+        cursor.execute(_LATEST_LEAF, latest_leaf_params(session.session_id))
+        assert cursor.fetchone()[0] == "early9"

@@ -81,6 +81,8 @@ ALLOWED: dict[str, dict[str, str]] = {
         "self.backend.BYTES_EXPR.format(col='m.content')": "backend constant + code literal",
         "', '.join([row_sql] * len(chunk))": "repeated '(%s, …)' groups", "row_sql": "'(%s, …)' only",
         "_LATEST_LEAF": "module constant", "_PATH_CTE": "module constant",
+        "_CHILDLESS.format(t='w')": "module constant + code-literal alias",
+        "_CHILDLESS.format(t='m')": "module constant + code-literal alias",
         "parent_sql": "one of three module-constant subqueries", "sql": "_RECENT_CTE formatted with BYTES_EXPR",
     },
     "storage/postgres.py": {"cfg": "AGENT_SESSIONS_PG_TEXT_SEARCH_CONFIG (a setting, quotes doubled)"},

@@ -30,16 +30,43 @@ OMITTED = object()
 
 _COLUMNS = "id, session_id, parent_id, role, content, text_content, created_at, tokens, depth, path_tokens"
 
-# The newest row is the latest leaf in all but odd cases, so walk (session_id, seq)
-# backwards and probe for children per row.  A scalar subquery with LIMIT is not
-# pulled up into an anti-join: with NOT EXISTS, Postgres's planner (after ANALYZE,
-# seeing that almost every row has a child) scanned the whole table instead.
-_LATEST_LEAF = (
-    "SELECT m.id, m.depth, m.path_tokens FROM assistant_messages m "
-    "WHERE m.session_id = %s AND ("
-    "  SELECT 1 FROM assistant_messages c WHERE c.session_id = m.session_id AND c.parent_id = m.id LIMIT 1"
-    ") IS NULL ORDER BY m.seq DESC LIMIT 1"
+# The latest leaf is the newest childless row, and the newest row almost always is
+# one (a child is always inserted after its parent).  So look among the newest few
+# rows first (an ordered index walk of (session_id, seq) that stops after 8 rows),
+# and only if none of them is childless search the whole session.  Both arms give
+# the same row when the first finds one; LIMIT 1 stops before the second runs.
+# Written so that no planner estimate can turn it into a whole-session scan: with
+# NOT EXISTS, or with the child probe as a filter on the full ordered scan,
+# Postgres picked bitmap-scan-and-sort plans (O(session) per append) whenever its
+# statistics were stale.
+_CHILDLESS = (
+    "(SELECT 1 FROM assistant_messages c WHERE c.session_id = {t}.session_id AND c.parent_id = {t}.id LIMIT 1) IS NULL"
 )
+_LATEST_LEAF_TEMPLATE = (
+    "SELECT {cols} FROM ("
+    "  SELECT * FROM ("
+    "    SELECT w.* FROM ("
+    "      SELECT {inner} FROM assistant_messages WHERE session_id = %s ORDER BY seq DESC LIMIT 8"
+    "    ) w WHERE " + _CHILDLESS.format(t="w") + " ORDER BY w.seq DESC LIMIT 1"
+    "  ) newest"
+    "  UNION ALL"
+    "  SELECT * FROM ("
+    "    SELECT {inner} FROM assistant_messages m WHERE m.session_id = %s AND " + _CHILDLESS.format(t="m")
+    + "    ORDER BY m.seq DESC LIMIT 1"
+    "  ) anywhere"
+    ") leaf LIMIT 1"
+)
+_LEAF_COLUMNS = "seq, id, session_id, depth, path_tokens"
+_LATEST_LEAF = _LATEST_LEAF_TEMPLATE.format(cols="leaf.id, leaf.depth, leaf.path_tokens", inner=_LEAF_COLUMNS)
+"""Latest leaf ``(id, depth, path_tokens)``; parameters: :func:`latest_leaf_params`."""
+_LATEST_LEAF_CONTENT = _LATEST_LEAF_TEMPLATE.format(cols="leaf.content", inner=_LEAF_COLUMNS + ", content")
+
+
+def latest_leaf_params(session_id: str) -> list[str]:
+    """Parameters of :data:`_LATEST_LEAF` (the session id, once per arm)."""
+    return [session_id, session_id]
+
+
 _EXPLICIT_PARENT = "SELECT m.id, m.depth, m.path_tokens FROM assistant_messages m WHERE m.session_id = %s AND m.id = %s"
 _NO_PARENT = "SELECT m.id, m.depth, m.path_tokens FROM assistant_messages m WHERE 1 = 0"
 
@@ -161,13 +188,13 @@ class DjangoSessionProvider:
 
     def latest_leaf_id(self) -> str | None:
         """Id of the most recently appended childless message."""
-        row = self._fetchone(_LATEST_LEAF, [self.session_id])
+        row = self._fetchone(_LATEST_LEAF, latest_leaf_params(self.session_id))
         return row[0] if row else None
 
     def get_latest_leaf(self) -> dict | None:
         """The most recently appended childless message, or None for an empty session."""
         row = self._fetchone(
-            _LATEST_LEAF.replace("m.id, m.depth, m.path_tokens", "m.content", 1), [self.session_id]
+            _LATEST_LEAF_CONTENT, latest_leaf_params(self.session_id)
         )
         return json.loads(row[0]) if row else None
 
@@ -291,7 +318,7 @@ class DjangoSessionProvider:
         stored = validate_message(message)
         tokens = estimate_one_message_tokens(message)
         if parent_id is OMITTED:
-            parent_sql, parent_params = _LATEST_LEAF, [self.session_id]
+            parent_sql, parent_params = _LATEST_LEAF, latest_leaf_params(self.session_id)
         elif parent_id is None:
             parent_sql, parent_params = _NO_PARENT, []
         else:
