@@ -9,6 +9,8 @@ import argparse
 import os
 import sys
 
+WORKLOADS = ("append", "append_all", "history", "search", "fork")
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
@@ -18,6 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
     parser.add_argument("--no-peers", action="store_true")
+    parser.add_argument("--only", default=",".join(WORKLOADS), help=f"comma-separated subset of {','.join(WORKLOADS)}")
     parser.add_argument("--json", default="bench/results/latest.json")
     args = parser.parse_args(argv)
     if args.smoke:
@@ -45,11 +48,17 @@ def main(argv: list[str] | None = None) -> int:
         dsn = connections[alias].settings_dict
         peers = [] if args.no_peers else peer_mod.available(database, dsn)
         print(f"== {database}: n={args.n}, rounds={args.rounds}, peers={[p.name for p in peers]}", flush=True)
-        results += workloads.append_one_by_one(alias, database, args.n, peers)
-        results += workloads.append_all(alias, database, args.n, peers, args.rounds)
-        results += workloads.history_reads(alias, database, args.n, peers, args.rounds)
-        results += workloads.search(alias, database, args.search_rows, args.rounds)
-        results += workloads.fork(alias, database, args.n, args.rounds)
+        only = set(args.only.split(","))
+        if "append" in only:
+            results += workloads.append_one_by_one(alias, database, args.n, peers)
+        if "append_all" in only:
+            results += workloads.append_all(alias, database, args.n, peers, args.rounds)
+        if "history" in only:
+            results += workloads.history_reads(alias, database, args.n, peers, args.rounds)
+        if "search" in only:
+            results += workloads.search(alias, database, args.search_rows, args.rounds)
+        if "fork" in only:
+            results += workloads.fork(alias, database, args.n, args.rounds)
         for peer in peers:
             peer.close()
     if args.smoke and "postgres" in chosen:

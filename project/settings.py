@@ -70,6 +70,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # one that read first fails at once on the lock upgrade ("database is locked").
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault("timeout", 30)
     DATABASES["default"]["OPTIONS"].setdefault("transaction_mode", "IMMEDIATE")
+    # WAL: readers run beside the writer, and a commit appends to the log instead of
+    # rewriting pages (appends 4-5x faster than the default rollback journal);
+    # synchronous=NORMAL is the durable-across-app-crashes setting WAL is meant for.
+    DATABASES["default"]["OPTIONS"].setdefault("init_command", "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

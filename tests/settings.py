@@ -34,7 +34,11 @@ else:
             "NAME": os.path.join(_DIR, "db.sqlite3"),
             # A file, not :memory:, so threads and subprocesses share the test database.
             "TEST": {"NAME": os.path.join(_DIR, "test.sqlite3")},
-            "OPTIONS": {"timeout": 60, "transaction_mode": "IMMEDIATE"},
+            "OPTIONS": {
+                "timeout": 60,
+                "transaction_mode": "IMMEDIATE",
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            },
         }
     }
 

@@ -85,7 +85,10 @@ ALLOWED: dict[str, dict[str, str]] = {
         "_CHILDLESS.format(t='m')": "module constant + code-literal alias",
         "parent_sql": "one of three module-constant subqueries", "sql": "_RECENT_CTE formatted with BYTES_EXPR",
     },
-    "storage/postgres.py": {"cfg": "AGENT_SESSIONS_PG_TEXT_SEARCH_CONFIG (a setting, quotes doubled)"},
+    "storage/postgres.py": {
+        "cfg": "AGENT_SESSIONS_PG_TEXT_SEARCH_CONFIG (a setting, quotes doubled)",
+        "sql": "orm._INSERT formatted with one of its module-constant parent subqueries (locked_insert)",
+    },
     "storage/sqlite.py": {"fts": "code literal table names", "table": TARGET, "column": TARGET},
 }
 

@@ -329,10 +329,8 @@ class DjangoSessionProvider:
         params = [message["id"], self.session_id, message["role"], stored, text_content(message), now, tokens]
         params += [tokens, tokens, *parent_params]
         sql = _INSERT.format(parent=parent_sql)
-        with self.backend.append_transaction(connection), connection.cursor() as cursor:
-            self.backend.lock_session(cursor, self.session_id)
-            cursor.execute(sql, params)
-            row = cursor.fetchone()
+        with connection.cursor() as cursor:
+            row = self.backend.locked_insert(cursor, self.session_id, sql, params)
         if row is None:
             return AppendOutcome(inserted=False)
         return AppendOutcome(inserted=True, parent_id=row[1], depth=row[2], path_tokens=row[3])

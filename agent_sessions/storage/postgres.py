@@ -6,8 +6,6 @@ database laid out by the seed and one migrated here are the same shape.
 
 from __future__ import annotations
 
-from django.db import transaction
-
 from .. import conf
 from ..search import tsquery
 from ..search.run import Searcher
@@ -68,12 +66,28 @@ def install_sql() -> list[str]:
 
 def lock_session(cursor, session_id: str) -> None:
     """Serialise writers of one session until the transaction ends (advisory lock)."""
-    cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", ["agent_sessions:" + session_id])
+    cursor.execute(_LOCK, [lock_key(session_id)])
 
 
-def append_transaction(connection):
-    """A transaction around the advisory lock and the insert."""
-    return transaction.atomic(using=connection.alias)
+_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
+
+
+def lock_key(session_id: str) -> str:
+    return "agent_sessions:" + session_id
+
+
+def locked_insert(cursor, session_id: str, sql: str, params: list) -> tuple | None:
+    """Run the append's ``INSERT … RETURNING`` under the session's advisory lock, in one round trip.
+
+    Both statements go in one simple-protocol query (Django's client-side-binding
+    cursor sends it as is): Postgres runs them in one implicit transaction, so the
+    lock is held until that commits, and the INSERT takes its snapshot after the
+    lock was granted, so it sees every earlier append.  Inside an atomic block they
+    simply join the caller's transaction.
+    """
+    cursor.execute(_LOCK + "; " + sql, [lock_key(session_id), *params])
+    cursor.nextset()
+    return cursor.fetchone()
 
 
 def _compile(cursor, query, target, filters):

@@ -7,8 +7,6 @@ its first read, so two writers can never pick the same parent.
 
 from __future__ import annotations
 
-import contextlib
-
 from ..search import fts5, plan
 from ..search.run import Searcher
 
@@ -66,14 +64,15 @@ def lock_session(cursor, session_id: str) -> None:
     """Nothing to do: SQLite serialises writers (see the module docstring)."""
 
 
-def append_transaction(connection):
-    """No explicit transaction: the single ``INSERT … SELECT`` is atomic by itself.
+def locked_insert(cursor, session_id: str, sql: str, params: list) -> tuple | None:
+    """Run the append's ``INSERT … RETURNING`` as one statement, with no explicit transaction.
 
-    A deferred ``BEGIN`` would let two writers both take a read lock and then
-    deadlock on the upgrade (SQLite then fails at once instead of waiting);
-    a lone write statement takes the write lock up front and waits its turn.
+    The lone statement is atomic and takes the write lock before it reads the
+    parent.  A deferred ``BEGIN`` would let two writers both take a read lock and
+    then deadlock on the upgrade (SQLite then fails at once instead of waiting).
     """
-    return contextlib.nullcontext()
+    cursor.execute(sql, params)
+    return cursor.fetchone()
 
 
 _searcher = Searcher(fts5.compile_query)
