@@ -88,8 +88,14 @@ ALLOWED: dict[str, dict[str, str]] = {
     "storage/postgres.py": {
         "cfg": "AGENT_SESSIONS_PG_TEXT_SEARCH_CONFIG (a setting, quotes doubled)",
         "sql": "orm._INSERT formatted with one of its module-constant parent subqueries (locked_insert)",
+        "head": "orm.insert_rows: 'INSERT INTO assistant_messages (<bulk_columns>) VALUES '",
+        "row_sql": "'(%s, …)' only",
     },
-    "storage/sqlite.py": {"fts": "code literal table names", "table": TARGET, "column": TARGET},
+    "storage/sqlite.py": {
+        "fts": "code literal table names", "table": TARGET, "column": TARGET,
+        "head": "orm.insert_rows: 'INSERT INTO assistant_messages (<bulk_columns>) VALUES '",
+        "', '.join([row_sql] * len(chunk))": "repeated '(%s, …)' groups", "row_sql": "'(%s, …)' only",
+    },
 }
 
 

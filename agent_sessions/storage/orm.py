@@ -534,14 +534,12 @@ class DjangoSessionProvider:
         now = timezone.now()
         sql = f"INSERT INTO assistant_messages ({', '.join(columns)}) VALUES "
         row_sql = f"({_placeholders(len(columns))})"
+        param_rows = []
+        for row in rows:
+            row = {**row, "created_at": adapt(row.get("created_at") or now)}
+            param_rows.append([self.session_id, *(row.get(c) for c in self.bulk_columns)])
         with self.connection.cursor() as cursor:
-            for start in range(0, len(rows), per_statement):
-                chunk = rows[start : start + per_statement]
-                params: list = []
-                for row in chunk:
-                    row = {**row, "created_at": adapt(row.get("created_at") or now)}
-                    params += [self.session_id, *(row.get(c) for c in self.bulk_columns)]
-                cursor.execute(sql + ", ".join([row_sql] * len(chunk)), params)
+            self.backend.insert_many(cursor, sql, row_sql, param_rows, per_statement)
 
 def search(
     query: str,

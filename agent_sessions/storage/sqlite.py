@@ -119,6 +119,13 @@ TRIGRAM_UNINSTALL = [
 ]
 
 
+def insert_many(cursor, head: str, row_sql: str, param_rows: list[list], per_statement: int) -> None:
+    """Bulk insert as multi-row ``INSERT … VALUES (…), (…)`` statements (faster than executemany here)."""
+    for start in range(0, len(param_rows), per_statement):
+        chunk = param_rows[start : start + per_statement]
+        cursor.execute(head + ", ".join([row_sql] * len(chunk)), [v for row in chunk for v in row])
+
+
 def reserve_write(cursor) -> None:
     """Take the write lock first thing in a transaction (what ``BEGIN IMMEDIATE`` does).
 
