@@ -30,11 +30,16 @@ def check_database_vendor(app_configs=None, databases=None, **kwargs):
 _LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1", "[::1]"}
 
 
-def database_engines() -> dict[str, str]:
-    """``{alias: ENGINE}`` of the configured databases (read from settings: no connection is opened)."""
+def database_settings() -> dict[str, dict]:
+    """``settings.DATABASES`` (read from settings: no connection is opened)."""
     from django.conf import settings
 
-    return {alias: str(db.get("ENGINE", "")) for alias, db in settings.DATABASES.items()}
+    return settings.DATABASES
+
+
+def database_engines() -> dict[str, str]:
+    """``{alias: ENGINE}`` of the configured databases."""
+    return {alias: str(db.get("ENGINE", "")) for alias, db in database_settings().items()}
 
 
 def _sqlite_accepts(sql: str) -> bool:
@@ -68,6 +73,29 @@ def check_sqlite_fts5(app_configs=None, **kwargs):
             hint="Use a Python/SQLite build with FTS5 (python.org and Debian builds have it; "
             "`pip install pysqlite3-binary` is another), or use PostgreSQL (DATABASE_URL=postgres://...).",
             id="agent_sessions.E010",
+        )
+    ]
+
+
+@checks.register(checks.Tags.database)
+def check_sqlite_transaction_mode(app_configs=None, **kwargs):
+    """Concurrent writers on SQLite need ``BEGIN IMMEDIATE``: a deferred transaction that read
+    first fails at once with "database is locked" when it tries to write."""
+    aliases = [
+        alias
+        for alias, db in database_settings().items()
+        if str(db.get("ENGINE", "")).endswith("sqlite3")
+        and str((db.get("OPTIONS") or {}).get("transaction_mode", "")).upper() != "IMMEDIATE"
+    ]
+    if not aliases:
+        return []
+    return [
+        checks.Warning(
+            f"SQLite databases {', '.join(aliases)} use deferred transactions; concurrent writers "
+            "(web workers, Celery) can fail at once with 'database is locked'.",
+            hint='Set DATABASES[...]["OPTIONS"]["transaction_mode"] = "IMMEDIATE" (and, for speed, '
+            '"init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;").',
+            id="agent_sessions.W014",
         )
     ]
 

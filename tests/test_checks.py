@@ -135,3 +135,23 @@ def test_summarizer_without_key():
 def test_summarizer_check_is_quiet_when_fine(overrides):
     with override_settings(**overrides):
         assert checks.check_summarizer_api_key() == []
+
+
+# ── W014: SQLite transaction mode ────────────────────────────────────────────
+
+
+def test_sqlite_without_immediate_transactions_warns(monkeypatch):
+    monkeypatch.setattr(checks, "database_settings", lambda: {
+        "default": {"ENGINE": "django.db.backends.sqlite3", "OPTIONS": {"transaction_mode": "IMMEDIATE"}},
+        "deferred": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:", "OPTIONS": {}},
+    })
+    (warning,) = checks.check_sqlite_transaction_mode()
+    assert warning.id == "agent_sessions.W014" and "deferred" in warning.msg and "IMMEDIATE" in warning.hint
+
+
+def test_sqlite_transaction_mode_check_quiet_when_immediate_or_postgres(monkeypatch):
+    monkeypatch.setattr(checks, "database_settings", lambda: {
+        "a": {"ENGINE": "django.db.backends.sqlite3", "OPTIONS": {"transaction_mode": "immediate"}},
+        "b": {"ENGINE": "django.db.backends.postgresql", "NAME": "x"},
+    })
+    assert checks.check_sqlite_transaction_mode() == []
