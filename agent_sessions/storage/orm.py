@@ -104,6 +104,12 @@ _RECENT_CTE = (
     ") "
 )
 
+# The same walks starting from the latest leaf, found inside the same query
+# (one round trip instead of two); parameters: latest_leaf_params() in place of the leaf id.
+_LATEST_ID = "(SELECT latest.id FROM (" + _LATEST_LEAF + ") latest)"
+_PATH_CTE_LATEST = _PATH_CTE.replace("AND id = %s", "AND id = " + _LATEST_ID, 1)
+_RECENT_CTE_LATEST = _RECENT_CTE.replace("AND id = %s", "AND id = " + _LATEST_ID, 1)
+
 # Re-derive depth and running tokens below the given roots (after an update
 # or a delete changed what lies above them).
 _REPAIR_SUBTREE = (
@@ -198,20 +204,24 @@ class DjangoSessionProvider:
         )
         return json.loads(row[0]) if row else None
 
-    def _resolve_leaf(self, leaf_id: str | None) -> str | None:
-        return self.latest_leaf_id() if leaf_id is None else leaf_id
-
     def _path_params(self, leaf_id: str) -> list:
         return [self.session_id, leaf_id, self.session_id, conf.max_path_depth()]
 
+    def _leaf_params(self, leaf_id: str | None) -> list:
+        """What stands for the leaf in a walk: its id, or the latest-leaf subquery's parameters."""
+        return [leaf_id] if leaf_id is not None else latest_leaf_params(self.session_id)
+
+    def _walk(self, leaf_id: str | None) -> tuple[str, list]:
+        """The root-ward walk CTE from ``leaf_id`` (None: the latest leaf) and its parameters."""
+        cte = _PATH_CTE if leaf_id is not None else _PATH_CTE_LATEST
+        return cte, [self.session_id, *self._leaf_params(leaf_id), self.session_id, conf.max_path_depth()]
+
     def get_raw_path(self, leaf_id: str | None = None) -> list[dict]:
-        """Root→leaf messages as stored, without overlays (one query)."""
-        leaf = self._resolve_leaf(leaf_id)
-        if leaf is None:
-            return []
+        """Root→leaf messages as stored, without overlays (one query, the leaf lookup included)."""
+        cte, params = self._walk(leaf_id)
         rows = self._fetchall(
-            _PATH_CTE + "SELECT m.content FROM path JOIN assistant_messages m ON m.seq = path.seq ORDER BY path.n DESC",
-            self._path_params(leaf),
+            cte + "SELECT m.content FROM path JOIN assistant_messages m ON m.seq = path.seq ORDER BY path.n DESC",
+            params,
         )
         return [json.loads(r[0]) for r in rows]
 
@@ -224,16 +234,18 @@ class DjangoSessionProvider:
 
     def get_path_length(self, leaf_id: str | None = None) -> int:
         """Number of stored messages from the root to the leaf (no overlays)."""
-        leaf = self._resolve_leaf(leaf_id)
-        if leaf is None:
-            return 0
-        row = self._fetchone(
-            "SELECT depth FROM assistant_messages WHERE session_id = %s AND id = %s", [self.session_id, leaf]
-        )
+        if leaf_id is None:
+            row = self._fetchone(_LATEST_LEAF, latest_leaf_params(self.session_id))  # (id, depth, path_tokens)
+        else:
+            row = self._fetchone(
+                "SELECT id, depth FROM assistant_messages WHERE session_id = %s AND id = %s",
+                [self.session_id, leaf_id],
+            )
         if row is None:
             return 0
-        if row[0] is not None:
-            return int(row[0])
+        leaf = row[0]
+        if row[1] is not None:
+            return int(row[1])
         # Rows from a foreign writer carry no depth: count the walk instead.
         return int(self._fetchone(_PATH_CTE + "SELECT count(*) FROM path", self._path_params(leaf))[0])
 
@@ -247,14 +259,12 @@ class DjangoSessionProvider:
 
     def get_history_row_stats(self, leaf_id: str | None = None) -> list[HistoryRowStat]:
         """``(id, role, bytes)`` of each stored message on the path, root first, without content."""
-        leaf = self._resolve_leaf(leaf_id)
-        if leaf is None:
-            return []
+        cte, params = self._walk(leaf_id)
         size = self.backend.BYTES_EXPR.format(col="m.content")
         rows = self._fetchall(
-            _PATH_CTE + f"SELECT m.id, m.role, {size} FROM path JOIN assistant_messages m ON m.seq = path.seq "
+            cte + f"SELECT m.id, m.role, {size} FROM path JOIN assistant_messages m ON m.seq = path.seq "
             "ORDER BY path.n DESC",
-            self._path_params(leaf),
+            params,
         )
         return [HistoryRowStat(id=r[0], role=r[1], bytes=int(r[2])) for r in rows]
 
@@ -266,19 +276,16 @@ class DjangoSessionProvider:
         At least ``min_recent_messages`` (≥ 1) rows are returned; the walk stops
         one row past the budget, so the cost follows the window, not the path.
         """
-        leaf = self._resolve_leaf(leaf_id)
-        if leaf is None:
-            return RecentHistory(messages=[], truncated=False, total_content_bytes=0)
         min_recent = max(1, int(min_recent_messages))
         budget = int(max_content_bytes)
-        sql = _RECENT_CTE.format(
+        sql = (_RECENT_CTE if leaf_id is not None else _RECENT_CTE_LATEST).format(
             bytes=self.backend.BYTES_EXPR.format(col="content"),
             mbytes=self.backend.BYTES_EXPR.format(col="m.content"),
         )
         rows = self._fetchall(
             sql + "SELECT path.n, path.total, m.content FROM path JOIN assistant_messages m ON m.seq = path.seq "
             "ORDER BY path.n",
-            [self.session_id, leaf, self.session_id, conf.max_path_depth(), min_recent, budget],
+            [self.session_id, *self._leaf_params(leaf_id), self.session_id, conf.max_path_depth(), min_recent, budget],
         )
         kept = [r for r in rows if r[0] < min_recent or r[1] <= budget]
         # The walk only goes on past a kept row, so a dropped row means older ones exist.
