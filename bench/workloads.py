@@ -98,7 +98,7 @@ class Raw:
         cur = self.execute(
             orm._PATH_CTE + "SELECT m.content FROM path JOIN assistant_messages m ON m.seq = path.seq "
             "ORDER BY path.n DESC",
-            [session_id, leaf, session_id, 10**9],
+            [session_id, leaf, orm.path_key_prefix(session_id), 10**9],
         )
         return [json.loads(r[0]) for r in cur.fetchall()]
 
@@ -107,7 +107,7 @@ class Raw:
         cur = self.execute(
             orm._PATH_CTE.replace("WHERE path.n < %s", "WHERE path.n < %s AND path.n + 1 < " + str(n))
             + "SELECT m.content FROM path JOIN assistant_messages m ON m.seq = path.seq ORDER BY path.n DESC",
-            [session_id, leaf, session_id, 10**9],
+            [session_id, leaf, orm.path_key_prefix(session_id), 10**9],
         )
         return [json.loads(r[0]) for r in cur.fetchall()]
 
@@ -137,10 +137,11 @@ class Raw:
             " 'f' || m.parent_id END, m.role, m.content, m.text_content, m.created_at, m.tokens, m.depth,"
             " m.path_tokens FROM path JOIN assistant_messages m ON m.seq = path.seq ORDER BY path.n DESC"
         )
+        params = [source, leaf, orm.path_key_prefix(source), 10**9, target]
         if self.vendor == "postgresql":
             with self.conn.transaction():
-                return self.conn.cursor().execute(statement, [source, leaf, source, 10**9, target]).rowcount
-        return self.execute(statement, [source, leaf, source, 10**9, target]).rowcount
+                return self.conn.cursor().execute(statement, params).rowcount
+        return self.execute(statement, params).rowcount
 
 
 def analyze(alias: str) -> None:

@@ -83,6 +83,7 @@ ALLOWED: dict[str, dict[str, str]] = {
         "_LATEST_LEAF": "module constant", "_PATH_CTE": "module constant",
         "_CHILDLESS.format(t='w')": "module constant + code-literal alias",
         "_LATEST_ID": "module constant: the latest-leaf subquery",
+        "_PATH_KEY.format(t='m.')": "module constant + code-literal alias",
         "cte": "_PATH_CTE or _PATH_CTE_LATEST (module constants)",
         "_CHILDLESS.format(t='m')": "module constant + code-literal alias",
         "parent_sql": "one of three module-constant subqueries", "sql": "_RECENT_CTE formatted with BYTES_EXPR",
