@@ -36,7 +36,6 @@ ALLOWED: dict[str, dict[str, str]] = {
         "_PROBE": "module constant: the temp table's name",
         "target.table": TARGET, "target.fts": TARGET, "target.trigram": TARGET, "target.text": TARGET,
         "target.scope": TARGET, "alias": "'m.' or '' (code literal)", "c": "a name from target.columns",
-        "' WHERE ' + ' AND '.join(inner) if inner else ''": FRAGMENT, "inner": FRAGMENT,
         "', '.join(['%s'] * len(filters.roles))": "placeholders only",
         "columns": FRAGMENT, "snippet": FRAGMENT, "source": FRAGMENT, "tokens": "an int literal (12 or 32)",
         "table": TARGET, "word_expr": "an FTS5 MATCH expression passed as a parameter, never as SQL",
@@ -52,7 +51,6 @@ ALLOWED: dict[str, dict[str, str]] = {
     "search/tsquery.py": {
         "target.table": TARGET, "target.tsv": TARGET, "target.text": TARGET, "target.scope": TARGET,
         "alias": "'m.' or '' (code literal)", "c": "a name from target.columns",
-        "' WHERE ' + ' AND '.join(inner) if inner else ''": FRAGMENT, "inner": FRAGMENT,
         "negative": FRAGMENT, "positive": FRAGMENT, "order": FRAGMENT, "columns": FRAGMENT,
         "rank_cols": FRAGMENT, "source": FRAGMENT, "hit_columns": FRAGMENT, "headline": FRAGMENT,
         "inner_sql": FRAGMENT, "i": "an int from enumerate()", "r": FRAGMENT, "where": FRAGMENT,
@@ -65,7 +63,8 @@ ALLOWED: dict[str, dict[str, str]] = {
         "' WHERE ' + ' AND '.join(where) if where else ''": FRAGMENT, "' AND '.join(inner)": FRAGMENT,
         "', q' if tsq else ''": "a code literal",
     },
-    "search/query.py": {}, "search/plan.py": {}, "search/snippet.py": {},
+    "search/query.py": {}, "search/snippet.py": {},
+    "search/plan.py": {"target.table": TARGET, "condition": FRAGMENT, "' AND '.join(inner)": FRAGMENT},
     "session_compaction.py": {
         "parent_test": "one of two code literals ('parent_id IS NULL' / '= %s')",
         "', '.join(['%s'] * len(ids))": "placeholders only", "marks": "'%s, %s, …' only",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.db import DatabaseError
 
-from .plan import Filters, Split, Target, occurrences_sql, scope_sql, split
+from .plan import Filters, Split, Target, occurrences_sql, scope_source, split
 from .query import AnyOf, Query, Term
 from .snippet import ELLIPSIS, START, STOP
 
@@ -132,18 +132,9 @@ def compile_query(cursor, query: Query, target: Target, filters: Filters) -> tup
 
     from_params: list = []
     where_params: list = []
-    if parts.indexed:
-        source = f"{target.table} AS m"
-        where = scope_sql(target, filters, where_params, "m.", _roles_in)
-    else:
-        # Nothing indexable is required: scan only the newest rows of the scope.
-        inner = scope_sql(target, filters, from_params, "", _roles_in)
-        source = (
-            f"(SELECT * FROM {target.table}{' WHERE ' + ' AND '.join(inner) if inner else ''} "
-            "ORDER BY seq DESC LIMIT %s) AS m"
-        )
-        from_params.append(filters.scan_rows)
-        where = []
+    source, where = scope_source(
+        target, filters, _roles_in, indexed=parts.indexed, from_params=from_params, where_params=where_params
+    )
     if word_expr:
         source += f" JOIN {target.fts} ON {target.fts}.rowid = m.seq"
         where.insert(0, f"{target.fts} MATCH %s")

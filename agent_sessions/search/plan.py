@@ -124,6 +124,22 @@ RoleTest = Callable[[str, tuple[str, ...], list], str]
 """``(column, roles, params) -> condition``: the vendor's "role is one of these" test (binds into ``params``)."""
 
 
+def scope_source(
+    target: Target, filters: Filters, role_test: RoleTest, *, indexed: bool, from_params: list, where_params: list
+) -> tuple[str, list[str]]:
+    """The FROM source (aliased ``m``) and its scope conditions.
+
+    With an indexed term the table itself; otherwise only the newest ``scan_rows``
+    rows of the scope (short CJK terms), so an unindexed search stays bounded.
+    """
+    if indexed:
+        return f"{target.table} AS m", scope_sql(target, filters, where_params, "m.", role_test)
+    inner = scope_sql(target, filters, from_params, "", role_test)
+    condition = " WHERE " + " AND ".join(inner) if inner else ""
+    from_params.append(filters.scan_rows)
+    return f"(SELECT * FROM {target.table}{condition} ORDER BY seq DESC LIMIT %s) AS m", []
+
+
 def scope_sql(target: Target, filters: Filters, params: list, alias: str, role_test: RoleTest) -> list[str]:
     """Conditions for the scope value and (where the target has one) the role filter."""
     where = []

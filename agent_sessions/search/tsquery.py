@@ -9,7 +9,7 @@ tsquery syntax); the results are combined with the tsquery operators
 
 from __future__ import annotations
 
-from .plan import Filters, Target, like_pattern, occurrences_sql, scope_sql, split
+from .plan import Filters, Target, like_pattern, occurrences_sql, scope_source, split
 from .query import AnyOf, Query, Term
 from .snippet import ELLIPSIS, START, STOP
 
@@ -65,18 +65,9 @@ def compile_query(query: Query, target: Target, filters: Filters, config: str) -
 
     from_params: list = []
     where_params: list = []
-    if parts.indexed:
-        source = f"{target.table} m"
-        where = scope_sql(target, filters, where_params, "m.", _role_any)
-    else:
-        # Nothing indexable is required: scan only the newest rows of the scope.
-        inner = scope_sql(target, filters, from_params, "", _role_any)
-        source = (
-            f"(SELECT * FROM {target.table}{' WHERE ' + ' AND '.join(inner) if inner else ''} "
-            "ORDER BY seq DESC LIMIT %s) m"
-        )
-        from_params.append(filters.scan_rows)
-        where = []
+    source, where = scope_source(
+        target, filters, _role_any, indexed=parts.indexed, from_params=from_params, where_params=where_params
+    )
     if tsq:
         source += ", q"
         where[:0] = ["q.keep", f"m.{target.tsv} @@ q.q"]
