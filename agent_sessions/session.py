@@ -14,7 +14,7 @@ from .exceptions import SearchNotSupported
 from .session_compaction import CompactionMixin
 from .session_context import ContextConfig, ContextMixin
 from .storage.orm import OMITTED, AppendOutcome, DjangoSessionProvider
-from .types import HistoryRowStat, RecentHistory, SearchResult, validate_message
+from .types import HistoryRowStat, RecentHistory, SearchResult, dump_message, validate_message
 
 _ASYNC = (
     "append_message",
@@ -60,9 +60,7 @@ class Session(ContextMixin, CompactionMixin):
     @classmethod
     def create(cls, storage: Any = None, *, using: str | None = None) -> Session:
         """A builder on ``storage``, or on the Django ORM (alias ``using``) when None."""
-        session = cls(storage if storage is not None else DjangoSessionProvider("", using=using))
-        session._using = using if storage is None else session._using
-        return session
+        return cls(storage if storage is not None else DjangoSessionProvider("", using=using))
 
     def for_session(self, session_id: str) -> Session:
         """Namespace this session: messages, memory blocks and the stored prompt are keyed by it."""
@@ -163,10 +161,8 @@ class Session(ContextMixin, CompactionMixin):
         """``HistoryRowStat(id, role, bytes)`` per stored message on the path."""
         if hasattr(self._storage, "get_history_row_stats"):
             return self._call("get_history_row_stats", leaf_id)
-        from .types import dump_message
-
         return [
-            HistoryRowStat(id=m["id"], role=m["role"], bytes=len(dump_message(m).encode()))
+            HistoryRowStat(id=m["id"], role=m["role"], bytes=_stored_bytes(m))
             for m in self._call("get_history", leaf_id)
         ]
 
@@ -185,15 +181,18 @@ class Session(ContextMixin, CompactionMixin):
         return self._call("search_messages", query, limit)
 
 
+def _stored_bytes(message: dict) -> int:
+    """UTF-8 size of a message's stored JSON (SPEC §3.1), for providers that cannot tell."""
+    return len(dump_message(message).encode("utf-8"))
+
+
 def _recent_from_history(history: list[dict], max_bytes: int, min_recent: int) -> RecentHistory:
     """Fallback for providers without ``get_recent_history``: cut a loaded history."""
-    from .types import dump_message
-
     min_recent = max(1, int(min_recent))
     kept: list[dict] = []
     total = 0
     for index, message in enumerate(reversed(history)):
-        size = len(dump_message(message).encode())
+        size = _stored_bytes(message)
         if index >= min_recent and total + size > max_bytes:
             break
         kept.append(message)

@@ -38,9 +38,6 @@ from .types import COMPACTION_PREFIX, CompactResult, StoredCompaction, TokenCoun
 
 logger = logging.getLogger("agent_sessions")
 
-_UNKNOWN: Any = object()
-"""``parent_id`` argument meaning: the new leaf's parent is not known (look the leaf up)."""
-
 
 @dataclass(frozen=True)
 class _Plan:
@@ -196,7 +193,7 @@ class CompactionMixin:
         return CompactResult(from_message_id=from_id, to_message_id=to_id, summary=result.summary)
 
     # ── auto-compaction ─────────────────────────────────────────────
-    def _after_append(self, outcome: Any, message: dict | None = None) -> None:
+    def _after_append(self, outcome: Any, message: dict) -> None:
         """Hook run after an insert: estimate, and compact (or enqueue) above the threshold.
 
         Never raises: estimating, enqueueing and compacting errors go to
@@ -204,14 +201,9 @@ class CompactionMixin:
         """
         if self._compact_fn is None or self._compact_threshold is None:
             return
-        leaf_id = message.get("id") if isinstance(message, dict) else None
-        totals_known = getattr(outcome, "depth", None) is not None
+        leaf_id = message["id"]
         try:
-            tokens = self._estimate_tokens(
-                leaf_id,
-                path_tokens=getattr(outcome, "path_tokens", None),
-                parent_id=outcome.parent_id if totals_known and leaf_id is None else _UNKNOWN,
-            )
+            tokens = self._estimate_tokens(leaf_id, path_tokens=getattr(outcome, "path_tokens", None))
         except Exception as exc:  # noqa: BLE001 - auto-compaction is never fatal to an append
             self._report_auto_error(exc)
             return
@@ -231,14 +223,11 @@ class CompactionMixin:
             return False
         return self._estimate_tokens(leaf_id) > self._compact_threshold
 
-    def _estimate_tokens(
-        self, leaf_id: str | None = None, *, path_tokens: int | None = None, parent_id: Any = _UNKNOWN
-    ) -> int:
+    def _estimate_tokens(self, leaf_id: str | None = None, *, path_tokens: int | None = None) -> int:
         """Estimated tokens of the leaf's visible history plus the system prompt (SPEC §3.5).
 
-        After an append the caller passes what the insert returned: the new message's
-        running total (``path_tokens``) and its ``parent_id``, which locate the new leaf
-        without the latest-leaf query (the leaf is then ``leaf_id=None``).
+        After an append the caller passes the new message's id and the running total
+        the insert returned (``path_tokens``), so no history is read.
         """
         prompt = self._prompt_for_estimate()
         if self._token_counter is not None:
@@ -253,7 +242,7 @@ class CompactionMixin:
             return math.ceil(value) if is_finite_number(value) and value > 0 else 0
         history_tokens = None
         if isinstance(self.storage, DjangoSessionProvider):
-            history_tokens = _orm_history_tokens(self.storage, leaf_id, path_tokens, parent_id)
+            history_tokens = _orm_history_tokens(self.storage, leaf_id, path_tokens)
         if history_tokens is None:
             history_tokens = estimate_message_tokens(call(self.storage.get_history, leaf_id))
         return history_tokens + estimate_string_tokens(prompt or "")
@@ -341,9 +330,7 @@ class _Irregular(Exception):
     """Overlays overlap in a way only the full read resolves exactly."""
 
 
-def _orm_history_tokens(
-    storage: DjangoSessionProvider, leaf_id: str | None, path_tokens: int | None, parent_id: Any = _UNKNOWN
-) -> int | None:
+def _orm_history_tokens(storage: DjangoSessionProvider, leaf_id: str | None, path_tokens: int | None) -> int | None:
     """Visible-history tokens of a leaf without loading the history, or None to fall back.
 
     The leaf's ``path_tokens`` is the raw root→leaf total.  Each overlay visible on the path
@@ -355,18 +342,16 @@ def _orm_history_tokens(
     assumed to be ancestor chains (``compact()`` only stores such ranges).  Rows without
     totals (foreign writers) and irregularly overlapping overlays fall back (None).
 
-    ``leaf_id=None`` means the latest leaf, or, when ``parent_id`` is given (an append just
-    returned it, with ``path_tokens``), the newest child of that parent.
+    ``leaf_id=None`` means the latest leaf (``path_tokens`` is then read with it).
     """
     overlays = storage.get_compactions()
-    known_leaf = leaf_id is not None or parent_id is not _UNKNOWN
-    if not overlays and path_tokens is not None and known_leaf:
+    if not overlays and path_tokens is not None and leaf_id is not None:
         return int(path_tokens)
     if leaf_id is None:
-        row = _leaf_row(storage, parent_id)
+        row = storage._fetchone(_LATEST_LEAF, latest_leaf_params(storage.session_id))  # (id, depth, path_tokens)
         if row is None:
             return 0
-        leaf_id, path_tokens = row
+        leaf_id, path_tokens = row[0], row[2]
         if not overlays and path_tokens is not None:
             return int(path_tokens)
     ids = {leaf_id} | {c.from_message_id for c in overlays} | {c.to_message_id for c in overlays}
@@ -380,21 +365,6 @@ def _orm_history_tokens(
         return _swap_visible_overlays(storage, leaf_id, leaf, rows, overlays)
     except _Irregular:
         return None
-
-
-def _leaf_row(storage: DjangoSessionProvider, parent_id: Any) -> tuple[str, int | None] | None:
-    """``(id, path_tokens)`` of the newest child of ``parent_id`` (an append's new row), else the latest leaf."""
-    if parent_id is _UNKNOWN:
-        row = storage._fetchone(_LATEST_LEAF, latest_leaf_params(storage.session_id))
-        return (row[0], row[2]) if row else None
-    parent_test = "parent_id IS NULL" if parent_id is None else "parent_id = %s"
-    params = [storage.session_id] if parent_id is None else [storage.session_id, parent_id]
-    row = storage._fetchone(
-        f"SELECT id, path_tokens FROM assistant_messages WHERE session_id = %s AND {parent_test} "
-        "ORDER BY seq DESC LIMIT 1",
-        params,
-    )
-    return (row[0], row[1]) if row else None
 
 
 def _fetch_rows(storage: DjangoSessionProvider, ids: list[str]) -> dict[str, _Row]:

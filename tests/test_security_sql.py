@@ -66,7 +66,6 @@ ALLOWED: dict[str, dict[str, str]] = {
     "search/query.py": {}, "search/snippet.py": {},
     "search/plan.py": {"target.table": TARGET, "condition": FRAGMENT, "' AND '.join(inner)": FRAGMENT},
     "session_compaction.py": {
-        "parent_test": "one of two code literals ('parent_id IS NULL' / '= %s')",
         "', '.join(['%s'] * len(ids))": "placeholders only", "marks": "'%s, %s, …' only",
     },
     "storage/orm.py": {

@@ -206,11 +206,6 @@ class DjangoSessionProvider:
         )
         return json.loads(row[0]) if row else None
 
-    def latest_leaf_id(self) -> str | None:
-        """Id of the most recently appended childless message."""
-        row = self._fetchone(_LATEST_LEAF, latest_leaf_params(self.session_id))
-        return row[0] if row else None
-
     def get_latest_leaf(self) -> dict | None:
         """The most recently appended childless message, or None for an empty session."""
         row = self._fetchone(
