@@ -53,7 +53,7 @@ def test_rows_written_here_have_the_seed_columns(session):
     assert created is not None
 
 
-@pytest.mark.skipif(settings.DB != "postgres", reason="the seed's DDL is Postgres DDL")
+@pytest.mark.postgres_only  # the seed's DDL is Postgres DDL
 def test_database_laid_out_by_the_seed_ddl_migrates_and_works():
     import psycopg
 

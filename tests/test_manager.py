@@ -191,8 +191,6 @@ def test_builder_call_after_get_session_rebuilds_sessions(manager, sid):
 
 
 def test_context_blocks_are_namespaced_by_session_id(sid):
-    if not hasattr(Session, "replace_context_block"):
-        pytest.skip("context blocks are not built yet")
     manager = SessionManager().with_context("memory", max_tokens=1000)
     manager.get_session(sid).replace_context_block("memory", "likes tea")
     assert ContextBlockRecord.objects.get(label=f"memory_{sid}").content == "likes tea"
@@ -423,8 +421,6 @@ def test_searchable_history_block_shows_a_count_and_searches_every_session(manag
 
 
 def test_searchable_history_renders_in_the_prompt(sid):
-    if not hasattr(Session, "get_context_blocks"):
-        pytest.skip("context blocks are not built yet")
     manager = SessionManager().with_searchable_history("history")
     other = manager.create("other").id
     manager.append(other, msg("t", text="green tea please"))

@@ -94,7 +94,10 @@ def test_search_provider_labels_are_isolated():
 def test_search_provider_hostile_queries_never_raise(query):
     kb = _search()
     kb.set("k", "some text and more")
-    assert isinstance(kb.search(query), list)
+    kb.set("other", "hostile tokens AND NEAR quoted")
+    hits = kb.search(query)
+    assert isinstance(hits, list) and {h["key"] for h in hits} <= {"k", "other"}
+    assert [h["key"] for h in kb.search("text more")] == ["k"]  # the index answers real queries alongside
 
 
 def test_search_provider_limit_and_unlabelled_use():

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -71,41 +68,6 @@ def test_foreign_rows_without_depth_fall_back_to_a_walk(session):
     session.append_message(msg("ours"))
     assert [m["id"] for m in session.get_history()] == ["f0", "f1", "f2", "ours"]
     assert session.get_path_length() == 4
-
-
-def _spawn_appenders(session_id: str, writers: int, count: int) -> None:
-    env = dict(os.environ, DJANGO_SETTINGS_MODULE="tests.settings",
-               AGENT_SESSIONS_DB_NAME=connection.settings_dict["NAME"], PYTHONPATH=str(ROOT))
-    procs = [
-        subprocess.Popen([sys.executable, "-m", "tests.support.appender", session_id, f"w{w}", str(count)],
-                         cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
-        for w in range(writers)
-    ]
-    for proc in procs:
-        _, err = proc.communicate(timeout=300)
-        assert proc.returncode == 0, err[-2000:]
-
-
-@pytest.mark.django_db(transaction=True)
-def test_two_processes_appending_make_one_linear_chain(session_id):
-    _spawn_appenders(session_id, writers=2, count=500)
-    session = Session.create().for_session(session_id)
-    rows = list(Message.objects.filter(session_id=session_id).values_list("message_id", "parent_id", "depth"))
-    assert len(rows) == 1_000
-    roots = [r for r in rows if r[1] is None]
-    assert len(roots) == 1
-    children: dict[str, int] = {}
-    for _, parent, _ in rows:
-        if parent is not None:
-            children[parent] = children.get(parent, 0) + 1
-    assert max(children.values()) == 1  # no unintended branch
-    history = session.get_history()
-    assert len(history) == 1_000
-    assert sorted(d for _, _, d in rows) == list(range(1, 1_001))
-    # Each writer's own messages keep their order along the chain.
-    for w in ("w0", "w1"):
-        mine = [int(m["id"].split("-")[1]) for m in history if m["id"].startswith(w)]
-        assert mine == list(range(500))
 
 
 @pytest.mark.django_db

@@ -67,6 +67,8 @@ def test_search_never_raises_a_database_error(session, query):
     result = session.search(query)
     assert isinstance(result, list)
     assert all(hit.id == "a" for hit in result)
+    assert [hit.id for hit in session.search(f"ordinary {query}")] in (["a"], [])  # AND: never another row
+    assert [hit.id for hit in session.search("ordinary message")] == ["a"]  # and the index does answer
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM assistant_messages WHERE session_id = %s", [session.session_id])
         assert cursor.fetchone()[0] == 1

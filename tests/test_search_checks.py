@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
 
 from agent_sessions import checks
 
@@ -24,7 +23,7 @@ def test_only_runs_with_databases():
     assert checks.check_search_trigram(databases=None) == []
 
 
-@pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite only")
+@pytest.mark.sqlite_only
 def test_sqlite_without_trigram_tokenizer(monkeypatch):
     monkeypatch.setattr(checks, "sqlite_has_trigram", lambda: False)
     (error,) = checks.check_search_trigram(databases=["default"])
@@ -35,7 +34,7 @@ def test_sqlite_probe_reports_support():
     assert checks.sqlite_has_trigram() in (True, None)
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="Postgres only")
+@pytest.mark.postgres_only
 @pytest.mark.parametrize(
     "state, expected", [((False, False, True), "E021"), ((False, True, False), "E022"), ((False, True, True), None)]
 )
@@ -47,6 +46,6 @@ def test_postgres_pg_trgm_states(monkeypatch, state, expected):
         assert "pg_trgm" in result[0].msg and result[0].hint
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="Postgres only")
+@pytest.mark.postgres_only
 def test_postgres_state_is_read_from_the_server():
     assert checks._pg_trgm_state("default") == (True, True, True)

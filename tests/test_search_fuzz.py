@@ -37,6 +37,10 @@ def corpus(db):
     provider = DjangoSearchProvider()
     provider.init("fuzz")
     provider.set("k", "deploy 会議 friday")
+    # The corpus is really indexed: the subset checks below would pass on an empty index.
+    assert {h.id for h in session.search("deploy")} == {"m0", "m3"}
+    assert {h.id for h in session.search("デプロイ")} == {"m1"}
+    assert [r["key"] for r in provider.search("会議")] == ["k"]
     return session, provider
 
 
@@ -64,4 +68,36 @@ def test_every_entry_point_accepts_any_query(corpus, query):
 @FUZZ
 @given(scope=st.text(max_size=8), role=st.text(max_size=4))
 def test_any_scope_and_role_text(corpus, scope, role):
-    _assert_hits(orm.search("deploy", session_id=scope, role=role), {"m0", "m3"})
+    hits = orm.search("deploy", session_id=scope, role=role)
+    _assert_hits(hits, {"m0", "m3"})
+    if scope == "fuzz" and role == "user":
+        assert {h.id for h in hits} == {"m0", "m3"}
+
+
+# Words each corpus message is known to contain (no stopwords: Postgres drops those).
+KNOWN = {
+    "m0": ["deploy", "friday", "DEPLOY", "Friday"],
+    "m1": ["金曜日", "デプロイ", "曜日にデ"],
+    "m3": ["mixed", "deploy", "会議"],
+}
+
+
+@FUZZ
+@given(data=st.data())
+def test_any_mix_of_a_messages_words_finds_it(corpus, data):
+    """Known hits: any non-empty selection of a message's own words, in any order, finds that message."""
+    session, _ = corpus
+    target = data.draw(st.sampled_from(sorted(KNOWN)))
+    words = data.draw(st.lists(st.sampled_from(KNOWN[target]), min_size=1, max_size=4))
+    query = data.draw(st.sampled_from([" ", "  ", "\n", "　"])).join(words)
+    assert target in {h.id for h in session.search(query)}
+    assert target in {h.id for h in orm.search(query, session_id="fuzz")}
+
+
+@FUZZ
+@given(noise=st.text(alphabet="qzxjkvw", min_size=6, max_size=12))
+def test_a_word_no_message_contains_finds_nothing(corpus, noise):
+    """AND semantics: adding a word that occurs nowhere removes every hit."""
+    session, provider = corpus
+    assert session.search(f"deploy {noise}") == []
+    assert provider.search(f"deploy {noise}") == []
