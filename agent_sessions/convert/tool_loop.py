@@ -8,9 +8,9 @@ each result with ``Session.add_tool_result``. ``arun_tool_calls`` is the async t
 calls run concurrently, results are stored in part order).
 
 Outcomes: a return value becomes ``output`` (state ``output-available``; values that are
-not JSON become their ``str()``); an exception, an unknown tool name, or a session tool's
-``Error: ...`` answer becomes ``errorText`` (state ``output-error``). The message is
-appended first when the session does not hold it yet.
+not JSON become their ``str()``); an exception, an unknown tool name, an input that is
+not a JSON object, or a session tool's ``Error: ...`` answer becomes ``errorText`` (state
+``output-error``). The message is appended first when the session does not hold it yet.
 """
 
 from __future__ import annotations
@@ -90,23 +90,26 @@ def _lookup(registry: dict[str, Any], part: dict) -> Any:
 
 
 def _execute(registry: dict[str, Any], part: dict) -> Any:
-    fn = _lookup(registry, part)
-    arguments = part.get("input")
+    fn, arguments = _lookup(registry, part), _arguments(part)
     if isinstance(fn, Tool):
-        return _tool_answer(fn.execute(**arguments) if isinstance(arguments, dict) else _bad_input(part))
-    return call(fn, **arguments) if isinstance(arguments, dict) else call(fn, arguments)
+        return _tool_answer(fn.execute(**arguments))
+    return call(fn, **arguments)
 
 
 async def _aexecute(registry: dict[str, Any], part: dict) -> Any:
-    fn = _lookup(registry, part)
-    arguments = part.get("input")
+    fn, arguments = _lookup(registry, part), _arguments(part)
     if isinstance(fn, Tool):
-        return _tool_answer(await fn.aexecute(**arguments) if isinstance(arguments, dict) else _bad_input(part))
-    return await (acall(fn, **arguments) if isinstance(arguments, dict) else acall(fn, arguments))
+        return _tool_answer(await fn.aexecute(**arguments))
+    return await acall(fn, **arguments)
 
 
-def _bad_input(part: dict) -> str:
-    return f"Error: the input of '{P.tool_name(part)}' must be a JSON object"
+def _arguments(part: dict) -> dict:
+    arguments = part.get("input")
+    if arguments is None:
+        return {}
+    if not isinstance(arguments, dict):
+        raise _ToolError(f"Error: the input of '{P.tool_name(part)}' must be a JSON object")
+    return arguments
 
 
 def _tool_answer(text: str) -> str:
