@@ -41,9 +41,13 @@ from . import _parts as P
 _IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 
 
-def to_anthropic(messages: Any) -> dict:
-    """``{"system"?: str, "messages": [...]}`` for UIMessages (same-role turns merged)."""
-    system: list[str] = []
+def to_anthropic(messages: Any, *, system: str | None = None) -> dict:
+    """``{"system"?: str, "messages": [...]}`` for UIMessages (same-role turns merged).
+
+    ``system`` (e.g. the session's frozen prompt) comes first in ``system``, before the
+    texts of ``system`` UIMessages.
+    """
+    system_texts: list[str] = [system] if system else []
     turns: list[dict] = []
 
     def push(role: str, blocks: list[dict]) -> None:
@@ -60,7 +64,7 @@ def to_anthropic(messages: Any) -> dict:
         role = message.get("role")
         parts = P.parts_of(message)
         if role == "system":
-            system.extend(t for t in P.texts(parts) if t)
+            system_texts.extend(t for t in P.texts(parts) if t)
         elif role == "user":
             push("user", [b for b in (_user_block(p) for p in parts) if b is not None])
         elif role == "assistant":
@@ -69,8 +73,8 @@ def to_anthropic(messages: Any) -> dict:
                 push("assistant", blocks)
                 push("user", results)
     request: dict = {"messages": turns}
-    if system:
-        request = {"system": "\n\n".join(system), **request}
+    if system_texts:
+        request = {"system": "\n\n".join(system_texts), **request}
     return request
 
 

@@ -37,9 +37,9 @@ from typing import Any
 from . import _parts as P
 
 
-def to_openai_responses(messages: Any) -> list[dict]:
-    """Responses API ``input`` items for UIMessages."""
-    items: list[dict] = []
+def to_openai_responses(messages: Any, *, system: str | None = None) -> list[dict]:
+    """Responses API ``input`` items for UIMessages (a ``system`` message first when given)."""
+    items: list[dict] = [{"role": "system", "content": system}] if system else []
     for message in P.as_list(messages):
         if not isinstance(message, dict):
             continue
