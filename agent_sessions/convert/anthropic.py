@@ -58,20 +58,17 @@ def to_anthropic(messages: Any, *, system: str | None = None) -> dict:
         else:
             turns.append({"role": role, "content": blocks})
 
-    for message in P.as_list(messages):
-        if not isinstance(message, dict):
-            continue
+    for message in P.iter_messages(messages):
         role = message.get("role")
-        parts = P.parts_of(message)
-        if role == "system":
-            system_texts.extend(t for t in P.texts(parts) if t)
+        parts = message.get("parts")
+        if type(parts) is not list:
+            continue
+        if role == "assistant":
+            _assistant(parts, push)
         elif role == "user":
-            push("user", [b for b in (_user_block(p) for p in parts) if b is not None])
-        elif role == "assistant":
-            for step in P.steps(parts):
-                blocks, results = _assistant_step(step)
-                push("assistant", blocks)
-                push("user", results)
+            push("user", [b for b in (_user_block(p) for p in parts if type(p) is dict) if b is not None])
+        elif role == "system":
+            system_texts.extend(t for t in P.texts(p for p in parts if type(p) is dict) if t)
     request: dict = {"messages": turns}
     if system_texts:
         request = {"system": "\n\n".join(system_texts), **request}
@@ -118,38 +115,55 @@ def _encode_text(text: str) -> str:
     return base64.b64encode(text.encode("utf-8")).decode("ascii")
 
 
-def _assistant_step(step: list[dict]) -> tuple[list[dict], list[dict]]:
+def _assistant(parts: list, push: Any) -> None:
+    """Push each step's blocks as an assistant turn and its tool results as a user turn."""
     blocks: list[dict] = []
     results: list[dict] = []
-    for part in step:
+    for part in parts:
+        if type(part) is not dict:
+            continue
         kind = part.get("type")
-        if kind == "reasoning":
-            meta = P.reasoning_meta(part, "anthropic")
-            text = part.get("text") if isinstance(part.get("text"), str) else ""
-            if isinstance(meta.get("signature"), str):
-                blocks.append({"type": "thinking", "thinking": text, "signature": meta["signature"]})
-            elif isinstance(meta.get("redactedData"), str):
-                blocks.append({"type": "redacted_thinking", "data": meta["redactedData"]})
-        elif kind == "text":
+        if kind == "text":
             text = part.get("text")
-            if isinstance(text, str) and text:
+            if type(text) is str and text:
                 blocks.append({"type": "text", "text": text})
-        elif P.sendable_tool_part(part):
+        elif kind == "step-start":
+            push("assistant", blocks)
+            push("user", results)
+            blocks, results = [], []
+        elif kind == "reasoning":
+            meta = P.reasoning_meta(part, "anthropic")
+            if type(meta.get("signature")) is str:
+                text = part.get("text")
+                blocks.append(
+                    {"type": "thinking", "thinking": text if type(text) is str else "", "signature": meta["signature"]}
+                )
+            elif type(meta.get("redactedData")) is str:
+                blocks.append({"type": "redacted_thinking", "data": meta["redactedData"]})
+        elif kind not in _NOT_TOOLS:
+            found = P.sent_call(part)
+            if found is None:
+                continue
+            call_id, name, state = found
             tool_input = part.get("input")
             blocks.append(
                 {
                     "type": "tool_use",
-                    "id": part["toolCallId"],
-                    "name": P.tool_name(part),
-                    "input": tool_input if isinstance(tool_input, dict) else {},
+                    "id": call_id,
+                    "name": name,
+                    "input": tool_input if type(tool_input) is dict else {},
                 }
             )
-            if P.has_result(part):
-                result = {"type": "tool_result", "tool_use_id": part["toolCallId"], "content": P.result_text(part)}
-                if part.get("state") == "output-error":
+            if state != "input-available":
+                result = {"type": "tool_result", "tool_use_id": call_id, "content": P.result_text(part)}
+                if state == "output-error":
                     result["is_error"] = True
                 results.append(result)
-    return blocks, results
+    push("assistant", blocks)
+    push("user", results)
+
+
+_NOT_TOOLS = frozenset({"file", "source-url", "source-document"})
 
 
 def from_anthropic(message: Any, *, id: str | None = None) -> dict:

@@ -49,26 +49,67 @@ _AUDIO_TYPES = {"wav": "audio/wav", "mp3": "audio/mpeg"}
 
 def to_openai_chat(messages: Any, *, system: str | None = None) -> list[dict]:
     """Chat Completions ``messages`` for UIMessages (``system`` first when given)."""
-    out: list[dict] = []
-    if system:
-        out.append({"role": "system", "content": system})
-    for message in P.as_list(messages):
-        if not isinstance(message, dict):
-            continue
+    out: list[dict] = [{"role": "system", "content": system}] if system else []
+    for message in P.iter_messages(messages):
         role = message.get("role")
-        parts = P.parts_of(message)
-        if role == "system":
-            content = _text_content(P.texts(parts))
-            if content is not None:
-                out.append({"role": "system", "content": content})
+        parts = message.get("parts")
+        if type(parts) is not list:
+            continue
+        if role == "assistant":
+            _assistant(parts, out)
         elif role == "user":
-            content = _user_content(parts)
+            content = _user_content([p for p in parts if type(p) is dict])
             if content is not None:
                 out.append({"role": "user", "content": content})
-        elif role == "assistant":
-            for step in P.steps(parts):
-                out.extend(_assistant_step(step))
+        elif role == "system":
+            content = _text_content(P.texts(p for p in parts if type(p) is dict))
+            if content is not None:
+                out.append({"role": "system", "content": content})
     return out
+
+
+def _assistant(parts: list, out: list[dict]) -> None:
+    """Append one assistant message (plus its tool results) per step; one pass over the parts."""
+    texts: list[str] = []
+    calls: list[dict] = []
+    results: list[dict] = []
+    for part in parts:
+        if type(part) is not dict:
+            continue
+        kind = part.get("type")
+        if kind == "text":
+            text = part.get("text")
+            if type(text) is str:
+                texts.append(text)
+        elif kind == "step-start":
+            if texts or calls:
+                _flush_step(out, texts, calls, results)
+                texts, calls, results = [], [], []
+        elif kind not in _NOT_TOOLS:
+            found = P.sent_call(part)
+            if found is None:
+                continue
+            call_id, name, state = found
+            calls.append(
+                {"id": call_id, "type": "function", "function": {"name": name, "arguments": P.input_json(part)}}
+            )
+            if state != "input-available":
+                results.append({"role": "tool", "tool_call_id": call_id, "content": P.result_text(part)})
+    if texts or calls:
+        _flush_step(out, texts, calls, results)
+
+
+_NOT_TOOLS = frozenset({"reasoning", "file", "source-url", "source-document"})
+
+
+def _flush_step(out: list[dict], texts: list[str], calls: list[dict], results: list[dict]) -> None:
+    message: dict = {"role": "assistant"}
+    if texts:
+        message["content"] = texts[0] if len(texts) == 1 else [{"type": "text", "text": t} for t in texts]
+    if calls:
+        message["tool_calls"] = calls
+    out.append(message)
+    out.extend(results)
 
 
 def _text_content(text_list: list[str]) -> str | list[dict] | None:
@@ -112,29 +153,6 @@ def _file_block(part: dict) -> dict | None:
     if isinstance(part.get("filename"), str) and part["filename"]:
         file["filename"] = part["filename"]
     return {"type": "file", "file": file}
-
-
-def _assistant_step(step: list[dict]) -> list[dict]:
-    calls = [p for p in step if P.sendable_tool_part(p)]
-    message: dict = {"role": "assistant"}
-    content = _text_content(P.texts(step))
-    if content is not None:
-        message["content"] = content
-    if calls:
-        message["tool_calls"] = [
-            {
-                "id": p["toolCallId"],
-                "type": "function",
-                "function": {"name": P.tool_name(p), "arguments": P.input_json(p)},
-            }
-            for p in calls
-        ]
-    if len(message) == 1:
-        return []
-    results = [
-        {"role": "tool", "tool_call_id": p["toolCallId"], "content": P.result_text(p)} for p in calls if P.has_result(p)
-    ]
-    return [message, *results]
 
 
 def from_openai_chat(message: Any, *, id: str | None = None) -> dict:

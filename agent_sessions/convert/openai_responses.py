@@ -40,18 +40,17 @@ from . import _parts as P
 def to_openai_responses(messages: Any, *, system: str | None = None) -> list[dict]:
     """Responses API ``input`` items for UIMessages (a ``system`` message first when given)."""
     items: list[dict] = [{"role": "system", "content": system}] if system else []
-    for message in P.as_list(messages):
-        if not isinstance(message, dict):
-            continue
+    for message in P.iter_messages(messages):
         role = message.get("role")
-        parts = P.parts_of(message)
-        if role in ("system", "user"):
-            content = _input_content(parts, files=role == "user")
+        parts = message.get("parts")
+        if type(parts) is not list:
+            continue
+        if role == "assistant":
+            _assistant(parts, items)
+        elif role in ("system", "user"):
+            content = _input_content([p for p in parts if type(p) is dict], files=role == "user")
             if content is not None:
                 items.append({"role": role, "content": content})
-        elif role == "assistant":
-            for step in P.steps(parts):
-                items.extend(_assistant_step(step))
     return items
 
 
@@ -90,42 +89,47 @@ def _file_block(part: dict) -> dict | None:
     return block
 
 
-def _assistant_step(step: list[dict]) -> list[dict]:
-    items: list[dict] = []
+def _assistant(parts: list, items: list[dict]) -> None:
+    """Append the items of each step in part order, the step's tool results after them."""
     results: list[dict] = []
     reasoning: dict | None = None  # the reasoning item being filled (consecutive parts, one item id)
-    for part in step:
+    for part in parts:
+        if type(part) is not dict:
+            continue
         kind = part.get("type")
-        if kind == "reasoning":
+        if kind == "text":
+            text = part.get("text")
+            if type(text) is str:
+                items.append({"role": "assistant", "content": text})
+        elif kind == "step-start":
+            items.extend(results)
+            results = []
+        elif kind == "reasoning":
             meta = P.reasoning_meta(part, "openai")
             item_id = meta.get("itemId")
-            if not isinstance(item_id, str) or not item_id:
+            if type(item_id) is not str or not item_id:
                 continue
             if reasoning is None or reasoning["id"] != item_id or items[-1] is not reasoning:
                 reasoning = {"type": "reasoning", "id": item_id, "summary": []}
                 items.append(reasoning)
             text = part.get("text")
-            if isinstance(text, str) and text:
+            if type(text) is str and text:
                 reasoning["summary"].append({"type": "summary_text", "text": text})
             encrypted = meta.get("reasoningEncryptedContent")
-            if isinstance(encrypted, str) and "encrypted_content" not in reasoning:
+            if type(encrypted) is str and "encrypted_content" not in reasoning:
                 reasoning["encrypted_content"] = encrypted
-        elif kind == "text" and isinstance(part.get("text"), str):
-            items.append({"role": "assistant", "content": part["text"]})
-        elif P.sendable_tool_part(part):
-            items.append(
-                {
-                    "type": "function_call",
-                    "call_id": part["toolCallId"],
-                    "name": P.tool_name(part),
-                    "arguments": P.input_json(part),
-                }
-            )
-            if P.has_result(part):
-                results.append(
-                    {"type": "function_call_output", "call_id": part["toolCallId"], "output": P.result_text(part)}
-                )
-    return items + results
+        elif kind not in _NOT_TOOLS:
+            found = P.sent_call(part)
+            if found is None:
+                continue
+            call_id, name, state = found
+            items.append({"type": "function_call", "call_id": call_id, "name": name, "arguments": P.input_json(part)})
+            if state != "input-available":
+                results.append({"type": "function_call_output", "call_id": call_id, "output": P.result_text(part)})
+    items.extend(results)
+
+
+_NOT_TOOLS = frozenset({"file", "source-url", "source-document"})
 
 
 def from_openai_responses(items: Any, *, id: str | None = None) -> list[dict]:

@@ -1,0 +1,104 @@
+"""Workload 6: convert a history with tools to each target, against reading that history.
+
+Ours: ``to_openai_chat`` / ``to_openai_responses`` / ``to_anthropic`` of an n-message
+history (tool calls with results, reasoning, steps); references: our ``get_history()`` of
+the same path, and the peer's read path (openai-agents ``get_items()`` of the same
+conversation stored as Responses items). Conversion must cost < 20 % of the history read.
+
+``python -m bench.convert [n] [database]`` runs it alone (n = 1,000).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from agent_sessions.convert import to_anthropic, to_openai_chat, to_openai_responses
+
+from .harness import Result, median_of, script_main
+
+TARGETS = {"to_openai_chat": to_openai_chat, "to_openai_responses": to_openai_responses, "to_anthropic": to_anthropic}
+BUDGET = 0.20  # conversion ÷ history read
+
+
+def history_with_tools(n: int) -> list[dict]:
+    """n messages alternating user / assistant; each assistant turn has reasoning, a tool call with its result
+    and a second step."""
+    messages = []
+    for i in range(n):
+        if i % 2 == 0:
+            messages.append({"id": f"m{i}", "role": "user",
+                             "parts": [{"type": "text", "text": f"question {i}: the weather in kyoto?"}]})
+            continue
+        meta = {"anthropic": {"signature": f"sig{i}"}, "openai": {"itemId": f"rs_{i}"}}
+        messages.append({"id": f"m{i}", "role": "assistant", "parts": [
+            {"type": "step-start"},
+            {"type": "reasoning", "text": "the user asks about the weather", "providerMetadata": meta},
+            {"type": "text", "text": "Let me check."},
+            {"type": "tool-weather", "toolCallId": f"call_{i}", "state": "output-available",
+             "input": {"city": "Kyoto", "days": 3}, "output": {"sky": "clear", "celsius": 21}},
+            {"type": "step-start"},
+            {"type": "text", "text": f"answer {i}: clear skies, 21 °C"},
+        ]})
+    return messages
+
+
+def workload(alias: str, database: str, n: int, rounds: int, peers: list) -> list[Result]:
+    """Rows per target: ours = the conversion; references = get_history and each peer's get_items."""
+    from agent_sessions.manager import SessionManager
+    from agent_sessions.session import Session
+
+    manager = SessionManager(using=alias)
+    info = manager.create("bench convert")
+    manager.append_all(info.id, history_with_tools(n))
+    session = Session.create(using=alias).for_session(info.id)
+    history = session.get_history()
+    assert len(history) == n
+    read = median_of(session.get_history, rounds)
+    items = to_openai_responses(history)
+    peer_reads = []
+    for peer in peers:
+        if not peer.name.startswith("openai-agents"):
+            continue  # stores text messages only; cannot hold the tool history
+        peer.append_all(items)
+        peer_reads.append((peer.name, median_of(peer.history, rounds), len(peer.history())))
+    results = []
+    for name, convert in TARGETS.items():
+        spent = median_of(lambda convert=convert: convert(history), rounds)
+        label = f"6. {name} ({n} msgs, tools)"
+        ratio = spent / read if read else float("inf")
+        results.append(Result(label, database, "ours", spent, rounds, {
+            "÷ get_history": f"{ratio:.3f}", "budget": f"{BUDGET:.2f}", "ok": ratio < BUDGET}))
+        results.append(Result(label, database, "get_history (our read)", read, rounds))
+        for peer_name, peer_read, count in peer_reads:
+            results.append(Result(label, database, f"{peer_name} get_items", peer_read, rounds, {"items": count}))
+    return results
+
+
+def run(n: int, using: str) -> list[Result]:
+    """``python -m bench.convert``: this workload alone, with openai-agents SQLiteSession when installed."""
+    from django.db import connections
+
+    from . import peers as peer_mod
+    from .harness import print_table
+
+    database = "postgres" if connections[using].vendor == "postgresql" else "sqlite"
+    peers = peer_mod.available(database, connections[using].settings_dict)
+    try:
+        results = workload(using, database, n, 5, peers)
+    finally:
+        for peer in peers:
+            peer.close()
+    print_table(results)
+    for r in results:
+        if r.impl == "ours":
+            print(f"{r.workload} [{database}]: conversion = {float(r.extra['÷ get_history']):.1%} of the history read")
+    return results
+
+
+def main(argv: list[str]) -> None:
+    """``python -m bench.convert [n] [database]``."""
+    script_main(argv, run, 1_000)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
