@@ -99,6 +99,17 @@ def sent_call(part: dict) -> tuple[str, str, str] | None:
     return None
 
 
+def only_text(parts: list) -> str | None:
+    """The text of a message made of exactly one text part (the common case, taken fast), else None."""
+    if len(parts) == 1:
+        part = parts[0]
+        if type(part) is dict and part.get("type") == "text":
+            text = part.get("text")
+            if type(text) is str:
+                return text
+    return None
+
+
 def iter_messages(messages: Any) -> Iterable[dict]:
     """The dict messages of a list (SDK objects dumped); anything else is skipped."""
     for message in messages if type(messages) is list else as_list(messages):

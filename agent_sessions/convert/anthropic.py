@@ -66,7 +66,11 @@ def to_anthropic(messages: Any, *, system: str | None = None) -> dict:
         if role == "assistant":
             _assistant(parts, push)
         elif role == "user":
-            push("user", [b for b in (_user_block(p) for p in parts if type(p) is dict) if b is not None])
+            text = P.only_text(parts)
+            if text:
+                push("user", [{"type": "text", "text": text}])
+            else:
+                push("user", [b for b in (_user_block(p) for p in parts if type(p) is dict) if b is not None])
         elif role == "system":
             system_texts.extend(t for t in P.texts(p for p in parts if type(p) is dict) if t)
     request: dict = {"messages": turns}

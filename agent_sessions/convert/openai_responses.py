@@ -48,7 +48,9 @@ def to_openai_responses(messages: Any, *, system: str | None = None) -> list[dic
         if role == "assistant":
             _assistant(parts, items)
         elif role in ("system", "user"):
-            content = _input_content([p for p in parts if type(p) is dict], files=role == "user")
+            content = P.only_text(parts)
+            if content is None:
+                content = _input_content([p for p in parts if type(p) is dict], files=role == "user")
             if content is not None:
                 items.append({"role": role, "content": content})
     return items
