@@ -72,7 +72,7 @@ def workload(alias: str, database: str, n: int, rounds: int, peers: list) -> lis
     session = Session.create(using=alias).for_session(info.id)
     history = session.get_history()
     assert len(history) == n
-    read, spent = _interleaved(
+    read, spent, fastest = _interleaved(
         session.get_history, {name: (lambda f=f: f(history)) for name, f in TARGETS.items()}, rounds
     )
     items = to_openai_responses(history)
@@ -86,6 +86,7 @@ def workload(alias: str, database: str, n: int, rounds: int, peers: list) -> lis
     for name in TARGETS:
         label = f"6. {name} ({n} msgs, tools)"
         ratio = spent[name] / read if read else float("inf")
+        best = fastest[name] / fastest["get_history"] if fastest["get_history"] else float("inf")
         results.append(
             Result(
                 label,
@@ -93,7 +94,12 @@ def workload(alias: str, database: str, n: int, rounds: int, peers: list) -> lis
                 "ours",
                 spent[name],
                 rounds,
-                {"÷ get_history": f"{ratio:.3f}", "budget": f"{BUDGET:.2f}", "ok": ratio < BUDGET},
+                {
+                    "÷ get_history": f"{ratio:.3f}",
+                    "fastest ÷ fastest": f"{best:.3f}",
+                    "budget": f"{BUDGET:.2f}",
+                    "ok": ratio < BUDGET,
+                },
             )
         )
         results.append(Result(label, database, "get_history (our read)", read, rounds))
@@ -104,16 +110,16 @@ def workload(alias: str, database: str, n: int, rounds: int, peers: list) -> lis
 
 def _interleaved(
     read: Callable[[], Any], converts: dict[str, Callable[[], Any]], rounds: int
-) -> tuple[float, dict[str, float]]:
-    """Medians of the read and of each conversion, timed in alternation so a load change on the
-    machine hits both alike."""
-    reads: list[float] = []
-    spent: dict[str, list[float]] = {name: [] for name in converts}
+) -> tuple[float, dict[str, float], dict[str, float]]:
+    """Medians of the read and of each conversion, timed in alternation so a change of load on the
+    machine hits both alike; also the fastest round of each (``get_history`` under its own name)."""
+    times: dict[str, list[float]] = {"get_history": [], **{name: [] for name in converts}}
     for _ in range(rounds):
-        reads.append(timed(read)[0])
+        times["get_history"].append(timed(read)[0])
         for name, fn in converts.items():
-            spent[name].append(timed(fn)[0])
-    return statistics.median(reads), {name: statistics.median(t) for name, t in spent.items()}
+            times[name].append(timed(fn)[0])
+    medians = {name: statistics.median(t) for name, t in times.items() if name != "get_history"}
+    return statistics.median(times["get_history"]), medians, {name: min(t) for name, t in times.items()}
 
 
 def run(n: int, using: str) -> list[Result]:
