@@ -6,12 +6,13 @@ from __future__ import annotations
 import pytest
 from anthropic.types import MessageParam
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from openai.types.chat import ChatCompletionMessageParam
 from openai.types.responses import ResponseInputItemParam
 from pydantic import TypeAdapter
 
 from agent_sessions import convert
-from tests.support.convert_strategies import conversation
+from tests.support.convert_strategies import conversation, json_values
 
 CHAT = TypeAdapter(list[ChatCompletionMessageParam])
 RESPONSES = TypeAdapter(list[ResponseInputItemParam])
@@ -132,3 +133,13 @@ def test_to_openai_chat_puts_the_system_prompt_first():
         [{"id": "u", "role": "user", "parts": [{"type": "text", "text": "hi"}]}], system="Be brief."
     )
     assert out == [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]
+
+
+@given(json_values | st.lists(st.floats(allow_nan=False, allow_infinity=False)))
+@settings(max_examples=200, deadline=None)
+def test_the_fast_json_encoder_writes_what_json_dumps_writes(value):
+    import json
+
+    from agent_sessions.convert._parts import dumps
+
+    assert dumps(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))

@@ -13,6 +13,7 @@ import json
 import mimetypes
 import uuid
 from collections.abc import Iterable
+from json.encoder import c_make_encoder, encode_basestring
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
@@ -120,29 +121,9 @@ def iter_messages(messages: Any) -> Iterable[dict]:
         yield message
 
 
-def sendable_tool_part(part: dict) -> bool:
-    """A tool part a model API can carry: a client-side call whose input is complete."""
-    return is_tool_part(part) and part.get("state") in SENT_TOOL_STATES and not part.get("providerExecuted")
-
-
-def has_result(part: dict) -> bool:
-    return part.get("state") in RESULT_STATES
-
-
 def tool_part(name: str, call_id: str, tool_input: Any) -> dict:
     """A static tool part awaiting its result, as a model's call arrives."""
     return {"type": f"tool-{name}", "toolCallId": call_id, "state": "input-available", "input": tool_input}
-
-
-def steps(parts: list[dict]) -> list[list[dict]]:
-    """Split an assistant message's parts at ``step-start`` parts; empty steps are skipped."""
-    out: list[list[dict]] = [[]]
-    for part in parts:
-        if part.get("type") == "step-start":
-            out.append([])
-        else:
-            out[-1].append(part)
-    return [step for step in out if step]
 
 
 def join_steps(step_list: list[list[dict]]) -> list[dict]:
@@ -156,20 +137,16 @@ def join_steps(step_list: list[list[dict]]) -> list[dict]:
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-try:  # one C encoder built once: ``json.dumps`` builds a new one on every call, a third of a conversion's time
-    from json.encoder import c_make_encoder as _c_make_encoder
-    from json.encoder import encode_basestring as _encode_str
-
-    _C_ENCODE = _c_make_encoder(None, _ENCODER.default, _encode_str, None, ":", ",", False, False, False)
-except ImportError:  # pragma: no cover - interpreters without the C accelerator
-    from json.encoder import py_encode_basestring as _encode_str
-
+# One C encoder built once: ``json.dumps`` builds a new one on every call, a third of a conversion's time.
+try:
+    _C_ENCODE = c_make_encoder(None, _ENCODER.default, encode_basestring, None, ":", ",", False, False, False)
+except TypeError:  # pragma: no cover - an interpreter whose accelerator takes other arguments, or none
     _C_ENCODE = None
 
 
-def _ENCODE(value: Any) -> str:  # noqa: N802 - a constant-like alias of the fastest encoder
+def _encode(value: Any) -> str:
     if type(value) is str:
-        return _encode_str(value)
+        return encode_basestring(value)
     if _C_ENCODE is None:  # pragma: no cover
         return _ENCODER.encode(value)
     try:
@@ -180,7 +157,7 @@ def _ENCODE(value: Any) -> str:  # noqa: N802 - a constant-like alias of the fas
 
 def dumps(value: Any) -> str:
     """Compact JSON text (UTF-8 kept) for tool arguments and non-string outputs."""
-    return _ENCODE(value)
+    return _encode(value)
 
 
 def input_json(part: dict) -> str:
@@ -189,7 +166,7 @@ def input_json(part: dict) -> str:
     if value is None:
         return "{}"
     try:
-        return _ENCODE(value)
+        return _encode(value)
     except (TypeError, ValueError):
         return "{}"
 
@@ -215,7 +192,7 @@ def result_text(part: dict) -> str:
     if type(output) is str:
         return output
     try:
-        return _ENCODE(output)
+        return _encode(output)
     except (TypeError, ValueError):
         return str(output)
 
