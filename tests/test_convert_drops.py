@@ -317,6 +317,7 @@ def test_from_openai_responses_reads_a_response_output_and_skips_other_item_type
             ],
         }
     )
+    assert convert.from_openai_responses(response, id="r") == convert.from_openai_responses(response.output, id="r")
     assert convert.from_openai_responses(response.output, id="r") == [
         {
             "id": "r",

@@ -221,3 +221,15 @@ def test_arun_tool_calls_runs_sync_and_async_tools(agent):
     assert outputs[1][0] == "output-available" and outputs[1][1].startswith("Written to memory.")
     assert outputs[2] == ("output-error", "RuntimeError: backend down")
     assert agent.get_message("a") == updated
+
+
+def test_run_tool_calls_completes_the_stored_copy_and_rejects_messages_without_an_id(agent):
+    agent.append_message(calls("a", call("c1"), call("c2")))
+    stale = agent.get_message("a")
+    agent.add_tool_result("c1", "stored earlier")
+    updated = run_tool_calls(agent, stale, {"weather": weather})
+    assert updated["parts"][0]["output"] == "stored earlier"
+    assert updated["parts"][1]["output"] == {"city": "Kyoto", "sky": "clear"}
+    for bad in ({"role": "assistant", "parts": [call("c9")]}, "not a message"):
+        with pytest.raises(InvalidMessage, match="with an id"):
+            run_tool_calls(agent, bad, {"weather": weather})

@@ -135,12 +135,15 @@ _NOT_TOOLS = frozenset({"file", "source-url", "source-document"})
 
 
 def from_openai_responses(items: Any, *, id: str | None = None) -> list[dict]:
-    """Responses items (input items, or ``response.output``; dicts or SDK objects) as UIMessages.
+    """Responses items (input items, ``response.output`` or a whole ``Response``; dicts or SDK objects) as UIMessages.
 
     Each run of assistant-side items becomes one assistant UIMessage; a step starts after
     tool results; ``function_call_output`` lands in its call's part. Ids are ``id``,
     ``id-1``, ... (fresh ones when ``id`` is None).
     """
+    whole = P.as_dict(items)
+    if isinstance(whole, dict) and whole.get("object") == "response":
+        items = whole.get("output") or []  # a whole Response: its output items
     ids = P.message_ids(id)
     out: list[dict] = []
     run: list[list[dict]] | None = None

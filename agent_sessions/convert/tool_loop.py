@@ -10,7 +10,8 @@ calls run concurrently, results are stored in part order).
 Outcomes: a return value becomes ``output`` (state ``output-available``; values that are
 not JSON become their ``str()``); an exception, an unknown tool name, an input that is
 not a JSON object, or a session tool's ``Error: ...`` answer becomes ``errorText`` (state
-``output-error``). The message is appended first when the session does not hold it yet.
+``output-error``). The message is appended first when the session does not hold it yet;
+when it does, the stored copy is the one completed.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 
 from ..asyncutils import acall, call
+from ..exceptions import InvalidMessage
 from ..tools import Tool
 from . import _parts as P
 
@@ -40,11 +42,14 @@ def pending_tool_calls(message: Any) -> list[dict]:
 
 def run_tool_calls(session: Any, message: dict, tools: ToolSpec = None) -> dict:
     """Execute ``message``'s pending tool calls and store the results; returns the updated message."""
+    stored = session.get_message(_message_id(message))
+    if stored is None:
+        session.append_message(message)
+    else:
+        message = stored  # results stored since the caller's copy was taken count
     pending = pending_tool_calls(message)
     if not pending:
         return message
-    if session.get_message(message["id"]) is None:
-        session.append_message(message)
     registry = _registry(session, tools)
     updated = message
     for part in pending:
@@ -55,17 +60,26 @@ def run_tool_calls(session: Any, message: dict, tools: ToolSpec = None) -> dict:
 
 async def arun_tool_calls(session: Any, message: dict, tools: ToolSpec = None) -> dict:
     """Async twin of :func:`run_tool_calls` (the calls run concurrently)."""
+    stored = await session.aget_message(_message_id(message))
+    if stored is None:
+        await session.aappend_message(message)
+    else:
+        message = stored
     pending = pending_tool_calls(message)
     if not pending:
         return message
-    if await session.aget_message(message["id"]) is None:
-        await session.aappend_message(message)
     registry = await sync_to_async(_registry, thread_sensitive=True)(session, tools)
     outcomes = await asyncio.gather(*(_aoutcome(registry, part) for part in pending))
     updated = message
     for part, (output, error) in zip(pending, outcomes, strict=True):
         updated = await session.aadd_tool_result(part["toolCallId"], output, error=error, message_id=message["id"])
     return updated
+
+
+def _message_id(message: Any) -> str:
+    if not isinstance(message, dict) or not isinstance(message.get("id"), str) or not message["id"]:
+        raise InvalidMessage("run_tool_calls needs a UIMessage dict with an id (from_openai_chat & co. give one)")
+    return message["id"]
 
 
 def _registry(session: Any, tools: ToolSpec) -> dict[str, Any]:
