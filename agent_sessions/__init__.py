@@ -65,6 +65,7 @@ _EXPORTS: dict[str, str] = {
     "from_anthropic": "convert",
     "run_tool_calls": "convert",
     "arun_tool_calls": "convert",
+    "pending_tool_calls": "convert",
 }
 
 __all__ = sorted(_EXPORTS)
