@@ -56,6 +56,16 @@ _EXPORTS: dict[str, str] = {
     "build_summary_prompt": "compaction",
     # manager
     "SessionManager": "manager",
+    # converters and the tool loop
+    "to_openai_chat": "convert",
+    "from_openai_chat": "convert",
+    "to_openai_responses": "convert",
+    "from_openai_responses": "convert",
+    "to_anthropic": "convert",
+    "from_anthropic": "convert",
+    "run_tool_calls": "convert",
+    "arun_tool_calls": "convert",
+    "pending_tool_calls": "convert",
 }
 
 __all__ = sorted(_EXPORTS)

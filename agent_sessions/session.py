@@ -14,6 +14,7 @@ from .exceptions import SearchNotSupported
 from .session_compaction import CompactionMixin
 from .session_context import ContextConfig, ContextMixin
 from .storage.orm import OMITTED, AppendOutcome, DjangoSessionProvider
+from .tool_results import ToolResultMixin
 from .types import HistoryRowStat, RecentHistory, SearchResult, dump_message, validate_message
 
 _ASYNC = (
@@ -29,11 +30,12 @@ _ASYNC = (
     "get_recent_history",
     "get_history_row_stats",
     "search",
+    "add_tool_result",
 )
 
 
 @with_async_twins(*_ASYNC)
-class Session(ContextMixin, CompactionMixin):
+class Session(ContextMixin, CompactionMixin, ToolResultMixin):
     """One conversation: a message tree, its context blocks, prompt and compaction.
 
     Build it with :meth:`create` and the ``with_*`` / ``on_*`` builder methods

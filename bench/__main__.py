@@ -9,7 +9,7 @@ import argparse
 import os
 import sys
 
-WORKLOADS = ("append", "append_all", "history", "search", "fork")
+WORKLOADS = ("append", "append_all", "history", "search", "fork", "convert")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,8 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     from django.core.management import call_command
     from django.db import connections
 
+    from . import convert, workloads
     from . import peers as peer_mod
-    from . import workloads
     from .harness import dump_json, print_table
 
     aliases = {"sqlite": "default", "postgres": "postgres"}
@@ -59,6 +59,11 @@ def main(argv: list[str] | None = None) -> int:
             results += workloads.search(alias, database, args.search_rows, args.rounds)
         if "fork" in only:
             results += workloads.fork(alias, database, args.n, args.rounds)
+        if "convert" in only:
+            fresh = [] if args.no_peers else peer_mod.available(database, dsn)  # an empty store of its own
+            results += convert.workload(alias, database, min(args.n, 1_000), max(args.rounds, 5), fresh)
+            for peer in fresh:
+                peer.close()
         for peer in peers:
             peer.close()
     if args.smoke and "postgres" in chosen:

@@ -40,6 +40,50 @@ def test_quick_start_runs_verbatim():
     assert "set_context" in names and all(t["type"] == "function" for t in request["tools"])
     session = namespace["session"]
     assert session.get_context_block("memory").content == "The user's name is Ada."
+    anthropic_request = namespace["anthropic_request"]
+    assert "You are a helpful assistant." in anthropic_request["system"]
+    assert anthropic_request["messages"][0] == {"role": "user", "content": [{"type": "text", "text": "Hi, I'm Ada."}]}
+
+
+class FakeChatCompletions:
+    """``client.chat.completions.create``: calls get_weather once, then answers with its result."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict] = []
+
+    def create(self, **request):
+        from openai.types.chat import ChatCompletion
+
+        self.requests.append(request)
+        last = request["messages"][-1]
+        if last["role"] == "tool":
+            message = {"role": "assistant", "content": f"It is {last['content']}."}
+        else:
+            message = {"role": "assistant", "content": None, "tool_calls": [
+                {"id": f"call_{len(self.requests)}", "type": "function",
+                 "function": {"name": "get_weather", "arguments": '{"city": "Kyoto"}'}}]}
+        return ChatCompletion.model_validate({"id": "c", "object": "chat.completion", "created": 0, "model": "m",
+                                              "choices": [{"index": 0, "finish_reason": "stop", "message": message}]})
+
+
+@pytest.mark.django_db
+def test_quick_start_agent_turn_runs_the_tool_loop():
+    namespace: dict = {"__name__": "readme_quick_start"}
+    for block in quick_start_blocks():
+        exec(compile(block, f"{README.name} (quick start)", "exec"), namespace)  # noqa: S102
+    client = type("Client", (), {})()
+    client.chat = type("Chat", (), {})()
+    client.chat.completions = FakeChatCompletions()
+    session = namespace["build_session"]("chat-7")
+    question = {"id": "q1", "role": "user", "parts": [{"type": "text", "text": "Weather in Kyoto?"}]}
+    reply = namespace["agent_turn"](session, client, question)
+    assert reply["parts"] == [{"type": "text", "text": "It is Sunny in Kyoto."}]
+    history = session.get_history()
+    assert [m["role"] for m in history] == ["user", "assistant", "assistant"]
+    assert history[1]["parts"][0]["state"] == "output-available"
+    assert history[1]["parts"][0]["output"] == "Sunny in Kyoto"
+    second = client.chat.completions.requests[1]["messages"]
+    assert [m["role"] for m in second] == ["system", "user", "assistant", "tool"]
 
 
 def test_settings_reference_matches_conf_defaults():

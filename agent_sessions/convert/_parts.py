@@ -1,0 +1,267 @@
+"""Shared helpers of the converters: the AI SDK ``UIMessage`` part vocabulary, steps, data URLs.
+
+Part shapes follow the AI SDK (``ai`` package, ``UIMessagePart``): ``text``, ``reasoning``,
+``file`` (``mediaType`` + ``url``, a hosted URL or a data URL), ``step-start``, static tool
+parts ``tool-<name>`` and ``dynamic-tool`` parts (``toolName``), both with ``toolCallId``,
+``state``, ``input`` and ``output`` / ``errorText``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import mimetypes
+import uuid
+from collections.abc import Iterable
+from json.encoder import c_make_encoder, encode_basestring
+from typing import Any
+from urllib.parse import unquote_to_bytes
+
+from ..exceptions import InvalidMessage
+
+#: Tool-part states a model API can carry: a call, a call with its result, a call with its error.
+SENT_TOOL_STATES = frozenset({"input-available", "output-available", "output-error"})
+RESULT_STATES = frozenset({"output-available", "output-error"})
+
+
+def as_dict(value: Any) -> Any:
+    """A plain dict for an SDK (pydantic) object; dicts and everything else pass through."""
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json", exclude_none=True)
+    return value
+
+
+def as_list(value: Any) -> list:
+    """Items of an iterable (SDK objects dumped to dicts); a lone dict or object is one item."""
+    if value is None:
+        return []
+    if isinstance(value, dict) or hasattr(value, "model_dump"):
+        return [as_dict(value)]
+    return [as_dict(item) for item in value]
+
+
+def new_message_id() -> str:
+    """A fresh UIMessage id for a converted message that came without one."""
+    return f"msg-{uuid.uuid4().hex}"
+
+
+def message_ids(first: str | None) -> Iterable[str]:
+    """``first``, then ``first-1``, ``first-2``...; fresh ids when ``first`` is None."""
+    if first is None:
+        while True:
+            yield new_message_id()
+    yield first
+    n = 1
+    while True:
+        yield f"{first}-{n}"
+        n += 1
+
+
+def parts_of(message: Any) -> list[dict]:
+    """The dict parts of a UIMessage (anything else in ``parts`` is skipped)."""
+    message = as_dict(message)
+    if not isinstance(message, dict):
+        return []
+    parts = message.get("parts")
+    return [p for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
+
+
+def is_tool_part(part: dict) -> bool:
+    """A static ``tool-<name>`` or a ``dynamic-tool`` part with a ``toolCallId``."""
+    kind = part.get("type")
+    if not isinstance(kind, str) or not isinstance(part.get("toolCallId"), str):
+        return False
+    return kind == "dynamic-tool" or (kind.startswith("tool-") and len(kind) > 5)
+
+
+def tool_name(part: dict) -> str:
+    """The tool's name: ``toolName`` of a dynamic part, the type suffix of a static one."""
+    if part.get("type") == "dynamic-tool":
+        name = part.get("toolName")
+        return name if isinstance(name, str) else ""
+    return str(part["type"])[5:]
+
+
+def sent_call(part: dict) -> tuple[str, str, str] | None:
+    """``(toolCallId, tool name, state)`` of a tool part a model API can carry, else None (the hot path)."""
+    state = part.get("state")
+    if state not in SENT_TOOL_STATES:
+        return None
+    call_id = part.get("toolCallId")
+    kind = part.get("type")
+    if type(call_id) is not str or type(kind) is not str or part.get("providerExecuted"):
+        return None
+    if kind == "dynamic-tool":
+        name = part.get("toolName")
+        return call_id, name if type(name) is str else "", state
+    if kind.startswith("tool-") and len(kind) > 5:
+        return call_id, kind[5:], state
+    return None
+
+
+def only_text(parts: list) -> str | None:
+    """The text of a message made of exactly one text part (the common case, taken fast), else None."""
+    if len(parts) == 1:
+        part = parts[0]
+        if type(part) is dict and part.get("type") == "text":
+            text = part.get("text")
+            if type(text) is str:
+                return text
+    return None
+
+
+def iter_messages(messages: Any) -> Iterable[dict]:
+    """The dict messages of a list (SDK objects dumped); anything else is skipped."""
+    for message in messages if type(messages) is list else as_list(messages):
+        if type(message) is not dict:
+            message = as_dict(message)
+            if not isinstance(message, dict):
+                continue
+        yield message
+
+
+def tool_part(name: str, call_id: str, tool_input: Any) -> dict:
+    """A static tool part awaiting its result, as a model's call arrives."""
+    return {"type": f"tool-{name}", "toolCallId": call_id, "state": "input-available", "input": tool_input}
+
+
+def join_steps(step_list: list[list[dict]]) -> list[dict]:
+    """Parts of the steps with a ``step-start`` between consecutive steps."""
+    parts: list[dict] = []
+    for index, step in enumerate(step for step in step_list if step):
+        if index:
+            parts.append({"type": "step-start"})
+        parts.extend(step)
+    return parts
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+# One C encoder built once: ``json.dumps`` builds a new one on every call, a third of a conversion's time.
+try:
+    _C_ENCODE = c_make_encoder(None, _ENCODER.default, encode_basestring, None, ":", ",", False, False, False)
+except TypeError:  # pragma: no cover - an interpreter whose accelerator takes other arguments, or none
+    _C_ENCODE = None
+
+
+def _encode(value: Any) -> str:
+    if type(value) is str:
+        return encode_basestring(value)
+    if _C_ENCODE is None:  # pragma: no cover
+        return _ENCODER.encode(value)
+    try:
+        return "".join(_C_ENCODE(value, 0))
+    except RecursionError:
+        raise ValueError("value nests too deeply for JSON") from None
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON text (UTF-8 kept) for tool arguments and non-string outputs."""
+    return _encode(value)
+
+
+def input_json(part: dict) -> str:
+    """A tool part's ``input`` as the JSON arguments string (``{}`` when missing)."""
+    value = part.get("input")
+    if value is None:
+        return "{}"
+    try:
+        return _encode(value)
+    except (TypeError, ValueError):
+        return "{}"
+
+
+def parse_arguments(arguments: Any) -> Any:
+    """Tool arguments from a model: parsed JSON, or the raw text when it is not valid JSON."""
+    if not isinstance(arguments, str):
+        return {} if arguments is None else arguments
+    if not arguments.strip():
+        return {}
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return arguments
+
+
+def result_text(part: dict) -> str:
+    """The text a model reads back: ``errorText`` on error, else the output (JSON unless a string)."""
+    if part.get("state") == "output-error":
+        error = part.get("errorText")
+        return error if isinstance(error, str) else ("" if error is None else str(error))
+    output = part.get("output")
+    if type(output) is str:
+        return output
+    try:
+        return _encode(output)
+    except (TypeError, ValueError):
+        return str(output)
+
+
+def with_result(part: dict, text: str, *, error: bool = False) -> dict:
+    """A copy of a tool part holding ``text`` as its output (or its error)."""
+    updated = {k: v for k, v in part.items() if k not in ("output", "errorText")}
+    if error:
+        updated.update(state="output-error", errorText=text)
+    else:
+        updated.update(state="output-available", output=text)
+    return updated
+
+
+def texts(parts: Iterable[dict]) -> list[str]:
+    return [p["text"] for p in parts if p.get("type") == "text" and isinstance(p.get("text"), str)]
+
+
+def file_media_type(part: dict) -> str:
+    value = part.get("mediaType")
+    return value.lower() if isinstance(value, str) else ""
+
+
+def split_data_url(url: str) -> tuple[str, str] | None:
+    """``(media type, base64 payload)`` of a ``data:`` URL, or None for any other URL."""
+    if not isinstance(url, str) or not url.startswith("data:") or "," not in url:
+        return None
+    header, payload = url[5:].split(",", 1)
+    fields = header.split(";")
+    media_type = fields[0] or "text/plain"
+    if "base64" in fields[1:]:
+        return media_type, payload
+    return media_type, base64.b64encode(unquote_to_bytes(payload)).decode("ascii")
+
+
+def data_url(media_type: str, payload: str) -> str:
+    return f"data:{media_type};base64,{payload}"
+
+
+def guess_media_type(url: str, fallback: str) -> str:
+    """The media type a URL's extension names (``image/png`` for ``….png``), else ``fallback``."""
+    found = split_data_url(url)
+    if found:
+        return found[0]
+    guessed, _ = mimetypes.guess_type(url.split("?", 1)[0].split("#", 1)[0])
+    return guessed or fallback
+
+
+def file_part(media_type: str, url: str, filename: str | None = None) -> dict:
+    part = {"type": "file", "mediaType": media_type, "url": url}
+    if filename:
+        part["filename"] = filename
+    return part
+
+
+def reasoning_meta(part: dict, provider: str) -> dict:
+    """``providerMetadata[provider]`` of a part (``{}`` if absent or malformed)."""
+    meta = part.get("providerMetadata")
+    inner = meta.get(provider) if isinstance(meta, dict) else None
+    return inner if isinstance(inner, dict) else {}
+
+
+def require_dict(value: Any, what: str) -> dict:
+    """``value`` as a dict (SDK objects dumped), or InvalidMessage naming ``what``."""
+    value = as_dict(value)
+    if not isinstance(value, dict):
+        raise InvalidMessage(f"{what} must be a dict or an SDK object, not {type(value).__name__}")
+    return value
+
+
+def ui_message(message_id: str, role: str, parts: list[dict]) -> dict:
+    return {"id": message_id, "role": role, "parts": parts}

@@ -1,0 +1,264 @@
+"""UIMessages ⇄ OpenAI Chat Completions messages.
+
+``to_openai_chat(history, system=...)`` builds the ``messages`` of a request;
+``from_openai_chat(response.choices[0].message)`` turns the model's answer into a
+UIMessage to store; ``from_openai_chat_messages(messages)`` reads a whole Chat
+transcript back (the inverse of ``to_openai_chat``).
+
+Mapping: a ``system`` UIMessage → a system message; user text and files → content parts
+(images as ``image_url``, WAV/MP3 data as ``input_audio``, other data-URL files as
+``file`` with ``file_data``); each step of an assistant message (split at
+``step-start``) → one assistant message (its text as ``content``, its tool parts as
+``tool_calls``) followed by one ``tool`` message per tool result, errors included
+(the ``errorText`` is the content). Non-string outputs are sent as JSON text.
+
+Chat Completions cannot express these, so they are dropped, always the same way:
+
+* reasoning parts (the request format has no field for them);
+* files in assistant messages, and hosted-URL files that are not images (Chat takes
+  non-image files only inline);
+* the order of text and tool calls inside one step (text comes first);
+* tool parts still streaming their input, awaiting approval or denied, and tools the
+  provider executed; ``dynamic-tool`` vs ``tool-<name>`` (read back as ``tool-<name>``);
+* whether a result was an error: it comes back as ``output-available`` with the text;
+  non-string outputs come back as their JSON text;
+* ``source-*`` and ``data-*`` parts, part ``state`` / ``providerMetadata``, message
+  ``metadata`` / ``createdAt`` and ids; filenames of images; roles other than
+  system/user/assistant; messages left without content.
+
+On the way back, a run of assistant and tool messages becomes one assistant UIMessage
+(one step per assistant message), so two adjacent assistant UIMessages come back as one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..exceptions import InvalidMessage
+from . import _parts as P
+
+_AUDIO_FORMATS = {
+    "audio/wav": "wav",
+    "audio/x-wav": "wav",
+    "audio/wave": "wav",
+    "audio/mpeg": "mp3",
+    "audio/mp3": "mp3",
+}
+_AUDIO_TYPES = {"wav": "audio/wav", "mp3": "audio/mpeg"}
+
+
+def to_openai_chat(messages: Any, *, system: str | None = None) -> list[dict]:
+    """Chat Completions ``messages`` for UIMessages (``system`` first when given)."""
+    out: list[dict] = [{"role": "system", "content": system}] if system else []
+    for message in P.iter_messages(messages):
+        role = message.get("role")
+        parts = message.get("parts")
+        if type(parts) is not list:
+            continue
+        if role == "assistant":
+            _assistant(parts, out)
+        elif role == "user":
+            content = P.only_text(parts)
+            if content is None:
+                content = _user_content([p for p in parts if type(p) is dict])
+            if content is not None:
+                out.append({"role": "user", "content": content})
+        elif role == "system":
+            content = _text_content(P.texts(p for p in parts if type(p) is dict))
+            if content is not None:
+                out.append({"role": "system", "content": content})
+    return out
+
+
+def _assistant(parts: list, out: list[dict]) -> None:
+    """Append one assistant message (plus its tool results) per step; one pass over the parts."""
+    texts: list[str] = []
+    calls: list[dict] = []
+    results: list[dict] = []
+    for part in parts:
+        if type(part) is not dict:
+            continue
+        kind = part.get("type")
+        if kind == "text":
+            text = part.get("text")
+            if type(text) is str:
+                texts.append(text)
+        elif kind == "step-start":
+            if texts or calls:
+                _flush_step(out, texts, calls, results)
+                texts, calls, results = [], [], []
+        elif kind not in _NOT_TOOLS:
+            found = P.sent_call(part)
+            if found is None:
+                continue
+            call_id, name, state = found
+            calls.append(
+                {"id": call_id, "type": "function", "function": {"name": name, "arguments": P.input_json(part)}}
+            )
+            if state != "input-available":
+                results.append({"role": "tool", "tool_call_id": call_id, "content": P.result_text(part)})
+    if texts or calls:
+        _flush_step(out, texts, calls, results)
+
+
+_NOT_TOOLS = frozenset({"reasoning", "file", "source-url", "source-document"})
+
+
+def _flush_step(out: list[dict], texts: list[str], calls: list[dict], results: list[dict]) -> None:
+    message: dict = {"role": "assistant"}
+    if texts:
+        message["content"] = texts[0] if len(texts) == 1 else [{"type": "text", "text": t} for t in texts]
+    if calls:
+        message["tool_calls"] = calls
+    out.append(message)
+    out.extend(results)
+
+
+def _text_content(text_list: list[str]) -> str | list[dict] | None:
+    if not text_list:
+        return None
+    if len(text_list) == 1:
+        return text_list[0]
+    return [{"type": "text", "text": t} for t in text_list]
+
+
+def _user_content(parts: list[dict]) -> str | list[dict] | None:
+    blocks: list[dict] = []
+    for part in parts:
+        kind = part.get("type")
+        if kind == "text" and isinstance(part.get("text"), str):
+            blocks.append({"type": "text", "text": part["text"]})
+        elif kind == "file":
+            block = _file_block(part)
+            if block is not None:
+                blocks.append(block)
+    if not blocks:
+        return None
+    if len(blocks) == 1 and blocks[0]["type"] == "text":
+        return blocks[0]["text"]
+    return blocks
+
+
+def _file_block(part: dict) -> dict | None:
+    url = part.get("url")
+    if not isinstance(url, str) or not url:
+        return None
+    media_type = P.file_media_type(part)
+    if media_type.startswith("image/"):
+        return {"type": "image_url", "image_url": {"url": url}}
+    inline = P.split_data_url(url)
+    if inline is None:
+        return None  # Chat takes non-image files inline only
+    if media_type in _AUDIO_FORMATS:
+        return {"type": "input_audio", "input_audio": {"data": inline[1], "format": _AUDIO_FORMATS[media_type]}}
+    file: dict = {"file_data": P.data_url(media_type or inline[0], inline[1])}
+    if isinstance(part.get("filename"), str) and part["filename"]:
+        file["filename"] = part["filename"]
+    return {"type": "file", "file": file}
+
+
+def from_openai_chat(message: Any, *, id: str | None = None) -> dict:
+    """A Chat Completions message (dict, SDK object or a whole ``ChatCompletion``) as a UIMessage.
+
+    ``tool_calls`` become tool parts in state ``input-available``; a ``refusal`` becomes text.
+    """
+    data = P.require_dict(message, "a Chat Completions message")
+    if "choices" in data:  # a whole ChatCompletion: its first choice
+        choices = data.get("choices") or []
+        if not choices:
+            raise InvalidMessage("the ChatCompletion has no choices")
+        data = P.require_dict(P.as_dict(choices[0]).get("message"), "choices[0].message")
+    role = data.get("role")
+    if role == "developer":
+        role = "system"
+    if role not in ("system", "user", "assistant"):
+        raise InvalidMessage(f"cannot convert a Chat Completions message with role {role!r} on its own")
+    parts = _content_parts(data.get("content"))
+    if isinstance(data.get("refusal"), str) and data["refusal"]:
+        parts.append({"type": "text", "text": data["refusal"]})
+    for call in P.as_list(data.get("tool_calls")):
+        if isinstance(call, dict) and isinstance(call.get("function"), dict) and isinstance(call.get("id"), str):
+            function = call["function"]
+            parts.append(
+                P.tool_part(str(function.get("name") or ""), call["id"], P.parse_arguments(function.get("arguments")))
+            )
+    return P.ui_message(id or P.new_message_id(), role, parts)
+
+
+def _content_parts(content: Any) -> list[dict]:
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    parts: list[dict] = []
+    for block in P.as_list(content):
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            parts.append({"type": "text", "text": block["text"]})
+        elif kind == "refusal" and isinstance(block.get("refusal"), str):
+            parts.append({"type": "text", "text": block["refusal"]})
+        elif kind == "image_url" and isinstance(block.get("image_url"), dict):
+            url = block["image_url"].get("url")
+            if isinstance(url, str):
+                parts.append(P.file_part(P.guess_media_type(url, "image/*"), url))
+        elif kind == "input_audio" and isinstance(block.get("input_audio"), dict):
+            audio = block["input_audio"]
+            media_type = _AUDIO_TYPES.get(str(audio.get("format")), "audio/*")
+            parts.append(P.file_part(media_type, P.data_url(media_type, str(audio.get("data", "")))))
+        elif kind == "file" and isinstance(block.get("file"), dict):
+            file = block["file"]
+            inline = P.split_data_url(file.get("file_data", ""))
+            if inline is not None:
+                parts.append(P.file_part(inline[0], P.data_url(*inline), file.get("filename")))
+    return parts
+
+
+def from_openai_chat_messages(messages: Any, *, id: str | None = None) -> list[dict]:
+    """A Chat Completions transcript as UIMessages: the inverse of :func:`to_openai_chat`.
+
+    Each run of assistant and ``tool`` messages becomes one assistant UIMessage with a
+    step per assistant message; ``tool`` results land in their call's part. Ids are
+    ``id``, ``id-1``, ... (fresh ones when ``id`` is None).
+    """
+    ids = P.message_ids(id)
+    out: list[dict] = []
+    run: list[list[dict]] | None = None  # steps of the current assistant run
+
+    def close_run() -> None:
+        nonlocal run
+        if run is not None:
+            out.append(P.ui_message(next(ids), "assistant", P.join_steps(run)))
+            run = None
+
+    for item in P.as_list(messages):
+        if not isinstance(item, dict):
+            continue
+        role = item.get("role")
+        if role == "assistant":
+            step = from_openai_chat(item, id="_")["parts"]
+            run = [*(run or []), step]
+        elif role == "tool":
+            if run is not None:
+                _attach_result(run, item.get("tool_call_id"), _tool_content(item.get("content")))
+        elif role in ("system", "developer", "user"):
+            close_run()
+            converted = from_openai_chat(item, id=next(ids))
+            out.append(converted)
+    close_run()
+    return out
+
+
+def _tool_content(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(P.texts(_content_parts(content)))
+
+
+def _attach_result(run: list[list[dict]], call_id: Any, text: str) -> None:
+    for step in reversed(run):
+        for index, part in enumerate(step):
+            if P.is_tool_part(part) and part["toolCallId"] == call_id:
+                step[index] = P.with_result(part, text)
+                return

@@ -1,0 +1,239 @@
+"""UIMessages ⇄ OpenAI Responses API input items.
+
+``to_openai_responses(history)`` builds the ``input`` of ``client.responses.create``;
+``from_openai_responses(response.output)`` (or any list of input items) gives UIMessages.
+
+Mapping, in part order: text → a message item (``{"role", "content"}``; one item per
+assistant text part); files → ``input_image`` / ``input_file`` (hosted URL or data);
+reasoning parts carrying ``providerMetadata.openai.itemId`` → one ``reasoning`` item per
+item id (each part is one summary entry; ``reasoningEncryptedContent`` is sent as
+``encrypted_content``), stored the way the AI SDK does; tool parts → ``function_call``;
+their results → ``function_call_output`` after the step's items (``errorText`` for errors,
+JSON text for non-string outputs).
+
+The Responses input cannot express these, so they are dropped, always the same way:
+
+* reasoning parts without an OpenAI item id (another provider's reasoning), and the
+  item's raw ``content`` reasoning text (only the summary is kept);
+* files in assistant messages; filenames of images;
+* step boundaries not followed by a tool result (items have no step marker, so those
+  steps merge with the next);
+* tool parts still streaming their input, awaiting approval or denied, and tools the
+  provider executed; ``dynamic-tool`` vs ``tool-<name>`` (read back as ``tool-<name>``);
+* whether a result was an error (it comes back as ``output-available`` with the text);
+  non-string outputs come back as their JSON text;
+* ``source-*`` and ``data-*`` parts, text ``state`` / ``providerMetadata``, message
+  ``metadata`` / ``createdAt`` and ids; roles other than system/user/assistant; item
+  types other than messages, reasoning and function calls (web search, MCP, shell...).
+
+On the way back, a run of assistant-side items becomes one assistant UIMessage, a new
+step starting after the tool results, so adjacent assistant UIMessages come back as one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import _parts as P
+
+
+def to_openai_responses(messages: Any, *, system: str | None = None) -> list[dict]:
+    """Responses API ``input`` items for UIMessages (a ``system`` message first when given)."""
+    items: list[dict] = [{"role": "system", "content": system}] if system else []
+    for message in P.iter_messages(messages):
+        role = message.get("role")
+        parts = message.get("parts")
+        if type(parts) is not list:
+            continue
+        if role == "assistant":
+            _assistant(parts, items)
+        elif role in ("system", "user"):
+            content = P.only_text(parts)
+            if content is None:
+                content = _input_content([p for p in parts if type(p) is dict], files=role == "user")
+            if content is not None:
+                items.append({"role": role, "content": content})
+    return items
+
+
+def _input_content(parts: list[dict], *, files: bool) -> str | list[dict] | None:
+    blocks: list[dict] = []
+    for part in parts:
+        kind = part.get("type")
+        if kind == "text" and isinstance(part.get("text"), str):
+            blocks.append({"type": "input_text", "text": part["text"]})
+        elif kind == "file" and files:
+            block = _file_block(part)
+            if block is not None:
+                blocks.append(block)
+    if not blocks:
+        return None
+    if len(blocks) == 1 and blocks[0]["type"] == "input_text":
+        return blocks[0]["text"]
+    return blocks
+
+
+def _file_block(part: dict) -> dict | None:
+    url = part.get("url")
+    if not isinstance(url, str) or not url:
+        return None
+    media_type = P.file_media_type(part)
+    if media_type.startswith("image/"):
+        return {"type": "input_image", "image_url": url, "detail": "auto"}
+    block: dict = {"type": "input_file"}
+    inline = P.split_data_url(url)
+    if inline is None:
+        block["file_url"] = url
+    else:
+        block["file_data"] = P.data_url(media_type or inline[0], inline[1])
+    if isinstance(part.get("filename"), str) and part["filename"]:
+        block["filename"] = part["filename"]
+    return block
+
+
+def _assistant(parts: list, items: list[dict]) -> None:
+    """Append the items of each step in part order, the step's tool results after them."""
+    results: list[dict] = []
+    reasoning: dict | None = None  # the reasoning item being filled (consecutive parts, one item id)
+    for part in parts:
+        if type(part) is not dict:
+            continue
+        kind = part.get("type")
+        if kind == "text":
+            text = part.get("text")
+            if type(text) is str:
+                items.append({"role": "assistant", "content": text})
+        elif kind == "step-start":
+            items.extend(results)
+            results = []
+        elif kind == "reasoning":
+            meta = P.reasoning_meta(part, "openai")
+            item_id = meta.get("itemId")
+            if type(item_id) is not str or not item_id:
+                continue
+            if reasoning is None or reasoning["id"] != item_id or items[-1] is not reasoning:
+                reasoning = {"type": "reasoning", "id": item_id, "summary": []}
+                items.append(reasoning)
+            text = part.get("text")
+            if type(text) is str and text:
+                reasoning["summary"].append({"type": "summary_text", "text": text})
+            encrypted = meta.get("reasoningEncryptedContent")
+            if type(encrypted) is str and "encrypted_content" not in reasoning:
+                reasoning["encrypted_content"] = encrypted
+        elif kind not in _NOT_TOOLS:
+            found = P.sent_call(part)
+            if found is None:
+                continue
+            call_id, name, state = found
+            items.append({"type": "function_call", "call_id": call_id, "name": name, "arguments": P.input_json(part)})
+            if state != "input-available":
+                results.append({"type": "function_call_output", "call_id": call_id, "output": P.result_text(part)})
+    items.extend(results)
+
+
+_NOT_TOOLS = frozenset({"file", "source-url", "source-document"})
+
+
+def from_openai_responses(items: Any, *, id: str | None = None) -> list[dict]:
+    """Responses items (input items, ``response.output`` or a whole ``Response``; dicts or SDK objects) as UIMessages.
+
+    Each run of assistant-side items becomes one assistant UIMessage; a step starts after
+    tool results; ``function_call_output`` lands in its call's part. Ids are ``id``,
+    ``id-1``, ... (fresh ones when ``id`` is None).
+    """
+    whole = P.as_dict(items)
+    if isinstance(whole, dict) and whole.get("object") == "response":
+        items = whole.get("output") or []  # a whole Response: its output items
+    ids = P.message_ids(id)
+    out: list[dict] = []
+    run: list[list[dict]] | None = None
+    after_results = False
+
+    def close_run() -> None:
+        nonlocal run
+        if run is not None:
+            out.append(P.ui_message(next(ids), "assistant", P.join_steps(run)))
+            run = None
+
+    def assistant_parts() -> list[dict]:
+        nonlocal run, after_results
+        if run is None:
+            run = [[]]
+        elif after_results:
+            run.append([])
+        after_results = False
+        return run[-1]
+
+    for item in P.as_list(items):
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type", "message")
+        role = item.get("role")
+        if kind == "message" and role in ("system", "developer", "user"):
+            close_run()
+            out.append(
+                P.ui_message(next(ids), "user" if role == "user" else "system", _content_parts(item.get("content")))
+            )
+        elif kind == "message" and role == "assistant":
+            assistant_parts().extend(_content_parts(item.get("content")))
+        elif kind == "reasoning" and isinstance(item.get("id"), str):
+            assistant_parts().extend(_reasoning_parts(item))
+        elif kind == "function_call" and isinstance(item.get("call_id"), str):
+            assistant_parts().append(
+                P.tool_part(str(item.get("name") or ""), item["call_id"], P.parse_arguments(item.get("arguments")))
+            )
+        elif kind == "function_call_output" and run is not None:
+            if _attach_result(run, item.get("call_id"), _output_text(item.get("output"))):
+                after_results = True
+    close_run()
+    return out
+
+
+def _reasoning_parts(item: dict) -> list[dict]:
+    meta: dict = {"itemId": item["id"]}
+    if isinstance(item.get("encrypted_content"), str):
+        meta["reasoningEncryptedContent"] = item["encrypted_content"]
+    summaries = [s.get("text") for s in P.as_list(item.get("summary")) if isinstance(s, dict)]
+    summaries = [s for s in summaries if isinstance(s, str)] or [""]
+    return [{"type": "reasoning", "text": s, "providerMetadata": {"openai": dict(meta)}} for s in summaries]
+
+
+def _content_parts(content: Any) -> list[dict]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    parts: list[dict] = []
+    for block in P.as_list(content):
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind in ("input_text", "output_text") and isinstance(block.get("text"), str):
+            parts.append({"type": "text", "text": block["text"]})
+        elif kind == "refusal" and isinstance(block.get("refusal"), str):
+            parts.append({"type": "text", "text": block["refusal"]})
+        elif kind == "input_image" and isinstance(block.get("image_url"), str):
+            url = block["image_url"]
+            parts.append(P.file_part(P.guess_media_type(url, "image/*"), url))
+        elif kind == "input_file":
+            filename = block.get("filename")
+            inline = P.split_data_url(block.get("file_data", ""))
+            if inline is not None:
+                parts.append(P.file_part(inline[0], P.data_url(*inline), filename))
+            elif isinstance(block.get("file_url"), str):
+                url = block["file_url"]
+                parts.append(P.file_part(P.guess_media_type(url, "application/octet-stream"), url, filename))
+    return parts
+
+
+def _output_text(output: Any) -> str:
+    if isinstance(output, str):
+        return output
+    return "".join(P.texts(_content_parts(output)))
+
+
+def _attach_result(run: list[list[dict]], call_id: Any, text: str) -> bool:
+    for step in reversed(run):
+        for index, part in enumerate(step):
+            if P.is_tool_part(part) and part["toolCallId"] == call_id:
+                step[index] = P.with_result(part, text)
+                return True
+    return False
