@@ -16,12 +16,31 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 
+def SessionRelation(related_name: str) -> models.ForeignKey:
+    """A ``session_id`` column related to ``assistant_sessions.id`` with no database constraint.
+
+    Foreign writers stay valid (no foreign key to satisfy) and rows whose session
+    has no registry row (the default namespace ``''``) are fine; deleting a session
+    deletes its rows through database triggers, not Django's collector.
+    """
+    return models.ForeignKey(
+        "SessionRecord",
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,  # the (session_id, …) indexes serve every lookup
+        db_column="session_id",
+        related_name=related_name,
+        default="",
+        db_default="",
+    )
+
+
 class Message(models.Model):
     """One node of a session's message tree (``assistant_messages``)."""
 
     seq = models.BigAutoField(primary_key=True)
     message_id = models.TextField(db_column="id")
-    session_id = models.TextField(default="", db_default="")
+    session = SessionRelation(related_name="messages")
     parent_id = models.TextField(null=True, blank=True)
     role = models.TextField()
     content = models.TextField(help_text="The UIMessage as JSON.")
@@ -62,7 +81,7 @@ class Compaction(models.Model):
 
     seq = models.BigAutoField(primary_key=True)
     compaction_id = models.TextField(db_column="id", unique=True)
-    session_id = models.TextField(default="", db_default="")
+    session = SessionRelation(related_name="compactions")
     summary = models.TextField()
     from_message_id = models.TextField()
     to_message_id = models.TextField()
@@ -153,7 +172,10 @@ class CompactionJob(models.Model):
         FAILED = "failed", "failed"
         IDLE = "idle", "idle"
 
-    session_id = models.TextField(unique=True)
+    session = models.OneToOneField(
+        "SessionRecord", on_delete=models.DO_NOTHING, db_constraint=False, db_column="session_id",
+        related_name="compaction_job",
+    )
     config_name = models.TextField(default="", blank=True, help_text="Registry name; empty for inline (ad-hoc) runs.")
     leaf_id = models.TextField(null=True, blank=True, help_text="Leaf the last request asked for (None: latest).")
     force = models.BooleanField(default=False, help_text="Compact even under the threshold (a manual request).")
