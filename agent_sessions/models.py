@@ -15,6 +15,8 @@ from django.db import models
 from django.db.models.functions import Now
 from django.utils import timezone
 
+from .querysets import MessageQuerySet
+
 
 def SessionRelation(related_name: str) -> models.ForeignKey:
     """A ``session_id`` column related to ``assistant_sessions.id`` with no database constraint.
@@ -55,6 +57,8 @@ class Message(models.Model):
     # Set on copies made by SessionManager.fork: the id this row was copied from
     # (in the parent session), so bookmarks can be mapped onto the fork.
     origin_id = models.TextField(null=True, blank=True, help_text="Id of the message this one was forked from.")
+
+    objects = MessageQuerySet.as_manager()
 
     class Meta:
         db_table = "assistant_messages"

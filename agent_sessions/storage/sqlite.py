@@ -78,6 +78,7 @@ def locked_insert(cursor, session_id: str, sql: str, params: list) -> tuple | No
 _searcher = Searcher(fts5.compile_query)
 search_messages = _searcher.search_messages
 search_entries = _searcher.search_entries
+ranked_messages = _searcher.ranked_messages
 
 
 def install_sql() -> list[str]:
