@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 
+import pgtrigger
 from django.conf import settings
 from django.db import models
 from django.db.models.functions import Now
 from django.utils import timezone
 
+from . import triggers
 from .querysets import MessageQuerySet
 
 
@@ -237,3 +239,8 @@ class ApiKey(models.Model):
         key = cls(owner=owner, name=name, prefix=token_prefix(token), hashed_secret=hash_token(token))
         key.save(using=using)
         return key, token
+
+
+# Database triggers (see agent_sessions.triggers), registered with django-pgtrigger.
+pgtrigger.register(triggers.cascade_session_delete)(SessionRecord)
+pgtrigger.register(triggers.protect_message_tree)(Message)

@@ -17,7 +17,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from ..exceptions import AgentSessionsError
-from ..models import CompactionJob, Message, SessionRecord
+from ..models import Compaction, CompactionJob, Message, SessionRecord
 from ..storage.orm import search
 from . import export, hooks
 from .tree_page import Urls, fragment_context, tree_context
@@ -101,6 +101,16 @@ class SessionRecordAdmin(admin.ModelAdmin):
             total_tokens=F("input_tokens") + F("output_tokens"),
             compaction_state=compaction_state_subquery(),
         )
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> tuple:
+        """The confirmation page also counts the rows the database deletes with the sessions (triggers)."""
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        ids = objs.values("pk") if isinstance(objs, QuerySet) else [o.pk for o in objs]
+        for model in (Message, Compaction, CompactionJob):
+            n = model.objects.filter(session_id__in=ids).count()
+            if n:
+                counts[model._meta.verbose_name_plural] = n
+        return deleted, counts, perms_needed, protected
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple:
         return (*self.readonly_fields, "id") if obj is not None else self.readonly_fields

@@ -1,0 +1,200 @@
+"""Database triggers: a session delete leaves no rows behind (every path), and a message cannot move in the tree."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import IntegrityError, connection, transaction
+
+from agent_sessions import Session, SessionManager
+from agent_sessions.models import (
+    CompactionJob,
+    ContextBlockRecord,
+    Message,
+    SearchEntry,
+    SessionRecord,
+)
+from agent_sessions.triggers import TREE_ERROR
+from tests.conftest import msg
+from tests.test_api_helpers import alice, api  # noqa: F401 - fixtures
+
+pytestmark = pytest.mark.django_db
+
+BASE = "/admin/agent_sessions/sessionrecord"
+
+
+def rows(session_id: str) -> dict[str, int]:
+    """Rows that belong to ``session_id`` in every table, counted with plain SQL."""
+    suffix = f"%\\_{session_id}"
+    queries = {
+        "assistant_sessions": ("SELECT count(*) FROM assistant_sessions WHERE id = %s", session_id),
+        "assistant_messages": ("SELECT count(*) FROM assistant_messages WHERE session_id = %s", session_id),
+        "assistant_compactions": ("SELECT count(*) FROM assistant_compactions WHERE session_id = %s", session_id),
+        "agent_sessions_compaction_jobs": (
+            "SELECT count(*) FROM agent_sessions_compaction_jobs WHERE session_id = %s",
+            session_id,
+        ),
+        "cf_agents_context_blocks": (
+            "SELECT count(*) FROM cf_agents_context_blocks WHERE label LIKE %s ESCAPE '\\'",
+            suffix,
+        ),
+        "cf_agents_search_entries": (
+            "SELECT count(*) FROM cf_agents_search_entries WHERE label LIKE %s ESCAPE '\\'",
+            suffix,
+        ),
+    }
+    with connection.cursor() as cursor:
+        counts = {}
+        for table, (sql, param) in queries.items():
+            cursor.execute(sql, [param])
+            counts[table] = cursor.fetchone()[0]
+    return counts
+
+
+FULL = {
+    "assistant_sessions": 1,
+    "assistant_messages": 3,
+    "assistant_compactions": 1,
+    "agent_sessions_compaction_jobs": 1,
+    "cf_agents_context_blocks": 2,
+    "cf_agents_search_entries": 1,
+}
+EMPTY = dict.fromkeys(FULL, 0)
+
+
+def populate(session_id: str, owner=None) -> str:
+    """A registry row with messages (a branch too), an overlay, a block, the stored prompt, an entry, a job."""
+    SessionRecord.objects.create(id=session_id, name="chat", owner=owner)
+    session = Session.create().for_session(session_id)
+    session.append_message(msg("u1", "user", f"zanzibar question {session_id}"))
+    session.append_message(msg("a1", "assistant", "zanzibar answer"))
+    session.append_message(msg("a2", "assistant", "zanzibar other answer"), "u1")
+    session.add_compaction("summary", "u1", "a1")
+    ContextBlockRecord.objects.create(label=f"memory_{session_id}", content="remember")
+    ContextBlockRecord.objects.create(label=f"_system_prompt_{session_id}", content="prompt")
+    SearchEntry.objects.create(label=f"notes_{session_id}", key="k", content="zanzibar note")
+    CompactionJob.objects.create(session_id=session_id)
+    assert rows(session_id) == FULL
+    return session_id
+
+
+@pytest.fixture
+def victim(session_id):
+    return populate(session_id)
+
+
+@pytest.fixture
+def bystander(session_id):
+    """Another session whose id extends the victim's: none of its rows may go."""
+    return populate(session_id + "-keep")
+
+
+def assert_cascaded(victim: str, bystander: str) -> None:
+    assert rows(victim) == EMPTY
+    assert rows(bystander) == FULL
+    assert ContextBlockRecord.objects.filter(label__endswith=victim).count() == 0
+    # The search indexes forgot the deleted rows (SQLite FTS5 triggers, Postgres tsvector).
+    assert {m.session_id for m in Message.objects.search("zanzibar")} == {bystander}
+
+
+def test_manager_delete(victim, bystander):
+    SessionManager().delete(victim)
+    assert_cascaded(victim, bystander)
+
+
+def test_queryset_delete_of_several_sessions(victim, bystander):
+    third = populate(victim + "-third")
+    deleted, _ = SessionRecord.objects.filter(pk__in=[victim, third]).delete()
+    assert deleted == 2
+    assert rows(third) == EMPTY
+    assert_cascaded(victim, bystander)
+
+
+def test_model_instance_delete(victim, bystander):
+    SessionRecord.objects.get(pk=victim).delete()
+    assert_cascaded(victim, bystander)
+
+
+def test_raw_sql_delete_by_a_foreign_writer(victim, bystander):
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM assistant_sessions WHERE id = %s", [victim])
+    assert_cascaded(victim, bystander)
+
+
+def test_api_delete(api, alice, session_id):  # noqa: F811
+    victim = populate(session_id, owner=alice)
+    bystander = populate(session_id + "-keep", owner=alice)
+    assert api.delete(f"/sessions/{victim}").status_code == 204
+    assert_cascaded(victim, bystander)
+
+
+def test_admin_delete_selected_action(admin_client, victim, bystander):
+    confirm = admin_client.post(f"{BASE}/", {"action": "delete_selected", "_selected_action": [victim]})
+    html = confirm.content.decode()
+    assert confirm.status_code == 200 and "Are you sure" in html
+    assert "messages: 3" in html.lower() and "compactions: 1" in html.lower()
+    assert rows(victim) == FULL  # nothing happens before the confirmation
+    done = admin_client.post(f"{BASE}/", {"action": "delete_selected", "_selected_action": [victim], "post": "yes"})
+    assert done.status_code == 302
+    assert_cascaded(victim, bystander)
+
+
+def test_admin_delete_view(admin_client, victim, bystander):
+    confirm = admin_client.get(f"{BASE}/{victim}/delete/")
+    assert confirm.status_code == 200 and "messages: 3" in confirm.content.decode().lower()
+    done = admin_client.post(f"{BASE}/{victim}/delete/", {"post": "yes"})
+    assert done.status_code == 302
+    assert_cascaded(victim, bystander)
+
+
+def test_default_namespace_never_cascades(db):
+    Session.create().append_message(msg("d1"))  # session_id ''
+    ContextBlockRecord.objects.create(label="memory_", content="x")
+    SessionRecord.objects.create(id="")
+    SessionRecord.objects.filter(id="").delete()
+    assert Message.objects.filter(session_id="").count() == 1
+    assert ContextBlockRecord.objects.filter(label="memory_").count() == 1
+
+
+def test_delete_rolls_back_with_its_transaction(victim):
+    with pytest.raises(RuntimeError), transaction.atomic():
+        SessionRecord.objects.filter(pk=victim).delete()
+        assert rows(victim) == EMPTY
+        raise RuntimeError
+    assert rows(victim) == FULL
+
+
+# ── the tree cannot be corrupted ─────────────────────────────────────────
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"parent_id": "a1"},
+        {"parent_id": None},
+        {"session_id": "elsewhere"},
+        {"message_id": "renamed"},
+    ],
+)
+def test_updates_that_move_a_message_are_refused(victim, change):
+    with pytest.raises(IntegrityError, match=TREE_ERROR), transaction.atomic():
+        Message.objects.filter(session_id=victim, message_id="a2").update(**change)
+    row = Message.objects.get(session_id=victim, message_id="a2")
+    assert (row.session_id, row.parent_id) == (victim, "u1")
+
+
+def test_raw_sql_re_parenting_is_refused(victim):
+    with pytest.raises(IntegrityError, match=TREE_ERROR), transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("UPDATE assistant_messages SET parent_id = 'a1' WHERE session_id = %s AND id = 'a2'", [victim])
+    assert Message.objects.get(session_id=victim, message_id="a2").parent_id == "u1"
+
+
+def test_other_updates_still_work(victim):
+    session = Session.create().for_session(victim)
+    # Same values are not a change; content, depth and path_tokens stay writable.
+    assert Message.objects.filter(session_id=victim, message_id="a2").update(parent_id="u1") == 1
+    assert Message.objects.filter(session_id=victim).update(depth=None, path_tokens=None) == 3
+    assert session.update_message(msg("a2", "assistant", "edited")) is True
+    session.delete_messages(["u1"])  # its children become roots: depth re-derived, parent_id kept
+    assert sorted(Message.objects.filter(session_id=victim).values_list("message_id", "depth")) == [
+        ("a1", 1),
+        ("a2", 1),
+    ]
+    assert session.get_history("a2")[0]["parts"][0]["text"] == "edited"
