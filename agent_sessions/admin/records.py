@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 
 from django.contrib import admin
 from django.contrib.admin.utils import quote
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -21,7 +21,6 @@ from ..storage.orm import DjangoSessionProvider
 from .parts import part_views
 from .sessions import TreeMedia, message_hits
 
-FTS_LIMIT = 200
 """Search hits shown by the message changelist's search box."""
 
 
@@ -89,12 +88,7 @@ class MessageAdmin(admin.ModelAdmin):
         """Exact ids, plus full-text hits across every session (storage.orm.search)."""
         results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
         if search_term.strip():
-            hits = message_hits(search_term, FTS_LIMIT)
-            if hits:
-                match = Q()
-                for hit in hits:
-                    match |= Q(session_id=hit.session_id, message_id=hit.id)
-                results = results | queryset.filter(match)
+            results = results | queryset.filter(seq__in=message_hits(search_term).order_by().values("seq"))
         return results, may_have_duplicates
 
     def delete_model(self, request: HttpRequest, obj: Message) -> None:

@@ -18,20 +18,19 @@ from django.utils.html import format_html
 
 from ..exceptions import AgentSessionsError
 from ..models import Compaction, CompactionJob, Message, SessionRecord
-from ..storage.orm import search
+from ..storage import backends
 from . import export, hooks
 from .tree_page import Urls, fragment_context, tree_context
 
-FTS_LIMIT = 500
-"""Search hits considered when the changelist search box is used."""
 
-
-def message_hits(search_term: str, limit: int) -> list:
-    """Full-text hits for a changelist search box across every session (none when the query is refused)."""
+def message_hits(search_term: str) -> QuerySet:
+    """Messages matching a changelist search box, in any session (none when this database cannot search)."""
+    using = router.db_for_read(Message)
     try:
-        return search(search_term, limit=limit, using=router.db_for_read(Message))
+        backends.for_alias(using)
     except AgentSessionsError:
-        return []
+        return Message.objects.none()
+    return Message.objects.using(using).search(search_term)
 
 
 def message_count_subquery() -> Subquery:
@@ -137,10 +136,7 @@ class SessionRecordAdmin(admin.ModelAdmin):
         """Name/id matches plus sessions having a message with every word (FTS5 / tsvector)."""
         results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
         if search_term.strip():
-            hits = message_hits(search_term, FTS_LIMIT)
-            ids = {h.session_id for h in hits}
-            if ids:
-                results = results | queryset.filter(pk__in=ids)
+            results = results | queryset.filter(pk__in=message_hits(search_term).order_by().values("session_id"))
         return results, may_have_duplicates
 
     # ── actions ─────────────────────────────────────────────────────
