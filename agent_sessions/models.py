@@ -116,6 +116,9 @@ class SessionRecord(models.Model):
     end_reason = models.TextField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_default=Now())
     updated_at = models.DateTimeField(default=timezone.now, db_default=Now(), db_index=True)
+    message_count = models.BigIntegerField(
+        default=0, db_default=0, editable=False, help_text="Stored messages (every branch), kept by triggers."
+    )
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="agent_sessions"
     )
@@ -242,5 +245,7 @@ class ApiKey(models.Model):
 
 
 # Database triggers (see agent_sessions.triggers), registered with django-pgtrigger.
-pgtrigger.register(triggers.cascade_session_delete)(SessionRecord)
-pgtrigger.register(triggers.protect_message_tree)(Message)
+pgtrigger.register(triggers.cascade_session_delete, triggers.count_existing_messages)(SessionRecord)
+pgtrigger.register(
+    triggers.protect_message_tree, triggers.count_inserted_messages, triggers.count_deleted_messages
+)(Message)

@@ -51,3 +51,41 @@ protect_message_tree = pgtrigger.Trigger(
     func=f"RAISE EXCEPTION '{TREE_ERROR}' USING ERRCODE = 'integrity_constraint_violation';",
 )
 """On ``assistant_messages``: depth and path_tokens stay writable (the library re-derives them)."""
+
+# ``assistant_sessions.message_count`` and ``updated_at`` follow inserts and deletes of
+# messages, whoever writes them (one UPDATE per statement).  clock_timestamp(), not
+# now(): several appends in one transaction still order the sessions they touched.
+_PG_COUNT = """
+    UPDATE assistant_sessions AS s SET message_count = greatest(s.message_count {sign} n.c, 0),
+        updated_at = clock_timestamp()
+    FROM (SELECT session_id, count(*) AS c FROM {rows} GROUP BY session_id) AS n WHERE s.id = n.session_id;
+    RETURN NULL;
+"""
+
+count_inserted_messages = pgtrigger.Trigger(
+    name="count_inserted_messages",
+    level=pgtrigger.Statement,
+    when=pgtrigger.After,
+    operation=pgtrigger.Insert,
+    referencing=pgtrigger.Referencing(new="new_messages"),
+    func=_PG_COUNT.format(sign="+", rows="new_messages"),
+)
+"""On ``assistant_messages``: appends raise their session's count and ``updated_at``."""
+
+count_deleted_messages = pgtrigger.Trigger(
+    name="count_deleted_messages",
+    level=pgtrigger.Statement,
+    when=pgtrigger.After,
+    operation=pgtrigger.Delete,
+    referencing=pgtrigger.Referencing(old="old_messages"),
+    func=_PG_COUNT.format(sign="-", rows="old_messages"),
+)
+"""On ``assistant_messages``: deletes lower it."""
+
+count_existing_messages = pgtrigger.Trigger(
+    name="count_existing_messages",
+    when=pgtrigger.Before,
+    operation=pgtrigger.Insert,
+    func="NEW.message_count := (SELECT count(*) FROM assistant_messages WHERE session_id = NEW.id); RETURN NEW;",
+)
+"""On ``assistant_sessions``: a registry row made for a session that already has messages starts with their count."""

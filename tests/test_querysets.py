@@ -196,3 +196,21 @@ def test_relation_migration_changes_no_schema():
     out = io.StringIO()
     call_command("makemigrations", "agent_sessions", "--check", "--dry-run", stdout=out)
     assert "No changes detected" in out.getvalue()
+
+
+def test_examples_of_the_data_model_docs(db):
+    from django.db.models import Sum
+
+    users = get_user_model().objects
+    user = users.create_user("carol")
+    manager = SessionManager()
+    mine, other = manager.create("a", model="gpt"), manager.create("b", model="gpt")
+    SessionRecord.objects.filter(pk=mine.id).update(owner=user)
+    manager.append(mine.id, msg("m0", "user", "pay the invoice"))
+    manager.append(mine.id, msg("m1", "assistant", "invoice paid"))
+    manager.append(other.id, msg("x0", "user", "an invoice for someone else"))
+    assert list(SessionRecord.objects.values("model").annotate(n=Sum("message_count"))) == [{"model": "gpt", "n": 3}]
+    owned = SessionRecord.objects.filter(owner=user, messages__in=Message.objects.search("invoice")).distinct()
+    assert [r.id for r in owned] == [mine.id]
+    per_session = Message.objects.search("invoice").order_by().values("session_id").annotate(n=Count("seq"))
+    assert sorted((r["session_id"], r["n"]) for r in per_session) == sorted([(mine.id, 2), (other.id, 1)])

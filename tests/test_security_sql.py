@@ -97,6 +97,7 @@ ALLOWED: dict[str, dict[str, str]] = {
     "storage/sqlite.py": {
         "fts": "code literal table names", "table": TARGET, "column": TARGET,
         "_sqlite_suffix('label')": "a suffix test of a code-literal column", "triggers.TREE_ERROR": "module constant",
+        "_NOW": "module constant: strftime() of 'now'",
         "head": "orm.insert_rows: 'INSERT INTO assistant_messages (<bulk_columns>) VALUES '",
         "', '.join([row_sql] * len(chunk))": "repeated '(%s, …)' groups", "row_sql": "'(%s, …)' only",
     },

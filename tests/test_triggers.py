@@ -198,3 +198,58 @@ def test_other_updates_still_work(victim):
         ("a2", 1),
     ]
     assert session.get_history("a2")[0]["parts"][0]["text"] == "edited"
+
+
+# ── message_count and updated_at follow every writer ──────────────────────
+def count(session_id: str) -> int:
+    return SessionRecord.objects.values_list("message_count", flat=True).get(pk=session_id)
+
+
+def test_message_count_follows_appends_and_deletes(session_id):
+    SessionRecord.objects.create(id=session_id)
+    session = Session.create().for_session(session_id)  # no manager: only the triggers keep the row current
+    before = SessionRecord.objects.get(pk=session_id).updated_at
+    session.append_message(msg("u1"))
+    session.append_message(msg("a1", "assistant"))
+    assert count(session_id) == 2
+    assert SessionRecord.objects.get(pk=session_id).updated_at > before
+    assert session.append_message(msg("a1", "assistant")) is False  # a duplicate inserts nothing
+    assert count(session_id) == 2
+    session.delete_messages(["a1"])
+    assert count(session_id) == 1
+    session.clear_messages()
+    assert count(session_id) == 0
+
+
+def test_message_count_of_bulk_writes_fork_and_foreign_rows(db):
+    manager = SessionManager()
+    info = manager.create("bulk")
+    manager.append_all(info.id, [msg(f"m{i}") for i in range(7)])
+    assert count(info.id) == 7
+    fork = manager.fork(info.id, "m3", "fork")
+    assert (count(fork.id), count(info.id)) == (4, 7)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO assistant_messages (id, session_id, parent_id, role, content) "
+            "VALUES ('f', %s, 'm6', 'user', '{}')",
+            [info.id],
+        )
+    assert count(info.id) == 8
+    assert [s.id for s in manager.list()][:1] == [info.id]  # the foreign append made it the latest
+
+
+def test_registry_row_made_after_its_messages_starts_with_their_count(session_id):
+    session = Session.create().for_session(session_id)
+    for mid in ("a", "b", "c"):
+        session.append_message(msg(mid))
+    SessionRecord.objects.create(id=session_id)
+    assert count(session_id) == 3
+
+
+def test_migration_fills_counts_of_existing_rows(victim):
+    from importlib import import_module
+
+    SessionRecord.objects.filter(pk=victim).update(message_count=0)
+    with connection.cursor() as cursor:
+        cursor.execute(import_module("agent_sessions.migrations.0008_session_triggers").FILL_COUNT)
+    assert count(victim) == 3

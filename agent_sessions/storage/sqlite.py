@@ -144,6 +144,9 @@ def _sqlite_suffix(column: str) -> str:
     return f"substr({column}, -(length(OLD.id) + 1)) = '_' || OLD.id"
 
 
+# Django's text format for datetimes, to the millisecond (the best SQLite's clock gives).
+_NOW = "strftime('%Y-%m-%d %H:%M:%f', 'now')"
+
 _TRIGGERS = [
     f"""CREATE TRIGGER IF NOT EXISTS agent_sessions_cascade_session_delete
     AFTER DELETE ON assistant_sessions WHEN OLD.id <> '' BEGIN
@@ -152,6 +155,20 @@ _TRIGGERS = [
         DELETE FROM agent_sessions_compaction_jobs WHERE session_id = OLD.id;
         DELETE FROM cf_agents_context_blocks WHERE {_sqlite_suffix("label")};
         DELETE FROM cf_agents_search_entries WHERE {_sqlite_suffix("label")};
+    END""",
+    f"""CREATE TRIGGER IF NOT EXISTS agent_sessions_count_inserted_messages
+    AFTER INSERT ON assistant_messages BEGIN
+        UPDATE assistant_sessions SET message_count = message_count + 1, updated_at = {_NOW} WHERE id = NEW.session_id;
+    END""",
+    f"""CREATE TRIGGER IF NOT EXISTS agent_sessions_count_deleted_messages
+    AFTER DELETE ON assistant_messages BEGIN
+        UPDATE assistant_sessions SET message_count = max(message_count - 1, 0), updated_at = {_NOW}
+        WHERE id = OLD.session_id;
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS agent_sessions_count_existing_messages
+    AFTER INSERT ON assistant_sessions BEGIN
+        UPDATE assistant_sessions
+        SET message_count = (SELECT count(*) FROM assistant_messages WHERE session_id = NEW.id) WHERE id = NEW.id;
     END""",
     f"""CREATE TRIGGER IF NOT EXISTS agent_sessions_protect_message_tree
     BEFORE UPDATE OF id, session_id, parent_id ON assistant_messages
@@ -164,9 +181,12 @@ _TRIGGERS = [
 TRIGGER_UNINSTALL = [
     "DROP TRIGGER IF EXISTS agent_sessions_cascade_session_delete",
     "DROP TRIGGER IF EXISTS agent_sessions_protect_message_tree",
+    "DROP TRIGGER IF EXISTS agent_sessions_count_inserted_messages",
+    "DROP TRIGGER IF EXISTS agent_sessions_count_deleted_messages",
+    "DROP TRIGGER IF EXISTS agent_sessions_count_existing_messages",
 ]
 
 
 def trigger_install_sql() -> list[str]:
-    """Cascade a session delete to its rows; refuse updates that move a message in the tree (migration 0008)."""
+    """Cascade a session delete to its rows, count messages, refuse updates that move a message (migration 0008)."""
     return list(_TRIGGERS)
