@@ -253,3 +253,64 @@ def test_migration_fills_counts_of_existing_rows(victim):
     with connection.cursor() as cursor:
         cursor.execute(import_module("agent_sessions.migrations.0008_session_triggers").FILL_COUNT)
     assert count(victim) == 3
+
+
+_PROBE = """
+import django; django.setup()
+from django.core.management import call_command
+from django.db import connection
+call_command("migrate", verbosity=0)
+call_command("makemigrations", "agent_sessions", "--check", "--dry-run", verbosity=0)
+TRIGGERS = {
+    "postgresql": "SELECT tgname FROM pg_trigger WHERE tgname LIKE 'pgtrigger_%%'",
+    "sqlite": "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'agent_sessions_%%'",
+}
+with connection.cursor() as c:
+    c.execute(TRIGGERS[connection.vendor])
+    print(len(c.fetchall()))
+    c.execute("INSERT INTO assistant_sessions (id, name) VALUES ('s', '')")
+    c.execute("INSERT INTO assistant_messages (id, session_id, role, content) VALUES ('m', 's', 'user', '{}')")
+    c.execute("DELETE FROM assistant_sessions WHERE id = 's'")
+    c.execute("SELECT count(*) FROM assistant_messages")
+    print(c.fetchone()[0])
+connection.close()
+"""
+
+
+def _admin_sql(statement: str) -> None:
+    """Run CREATE/DROP DATABASE on the test server (outside any transaction)."""
+    import psycopg
+
+    db = connection.settings_dict
+    with psycopg.connect(
+        host=db["HOST"], port=db["PORT"], user=db["USER"], password=db["PASSWORD"], dbname="postgres", autocommit=True
+    ) as admin:
+        admin.execute(statement)
+
+
+def test_migrations_install_the_triggers_without_pgtrigger_in_installed_apps(tmp_path):
+    """A project that never added "pgtrigger" gets the same triggers and a clean makemigrations."""
+    import os
+    import subprocess
+    import sys
+    import uuid
+
+    from django.conf import settings
+
+    postgres = connection.vendor == "postgresql"
+    name = f"agent_sessions_nopgt_{uuid.uuid4().hex[:8]}" if postgres else str(tmp_path / "nopgt.sqlite3")
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.settings_no_pgtrigger",
+        "AGENT_SESSIONS_TEST_DB": settings.DB,
+        "AGENT_SESSIONS_DB_NAME": name,
+    }
+    if postgres:
+        _admin_sql(f'CREATE DATABASE "{name}"')
+    try:
+        done = subprocess.run([sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True, timeout=300)
+    finally:
+        if postgres:
+            _admin_sql(f'DROP DATABASE IF EXISTS "{name}"')
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["5", "0"]  # five triggers; the session's message went with it
