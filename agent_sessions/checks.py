@@ -139,7 +139,7 @@ def check_celery_production(app_configs=None, **kwargs):
 
 @checks.register()
 def check_pgtrigger_installed(app_configs=None, **kwargs):
-    """The documented set-up on PostgreSQL includes django-pgtrigger."""
+    """On PostgreSQL the app's triggers are django-pgtrigger triggers; pgtrigger's tools need its app."""
     from django.apps import apps
 
     uses_postgres = any("postgresql" in engine for engine in database_engines().values())
@@ -147,7 +147,9 @@ def check_pgtrigger_installed(app_configs=None, **kwargs):
         return []
     return [
         checks.Warning(
-            "'pgtrigger' is not in INSTALLED_APPS, but agent_sessions builds on django-pgtrigger on PostgreSQL.",
+            "'pgtrigger' is not in INSTALLED_APPS: agent_sessions' Postgres triggers (session-delete cascade, "
+            "message-tree guard) are installed by its migrations, but `manage.py pgtrigger` and pgtrigger's "
+            "schema editor (which keeps triggers across column changes) do not see them.",
             hint='Add "pgtrigger" to INSTALLED_APPS, before "agent_sessions".',
             id="agent_sessions.W012",
         )

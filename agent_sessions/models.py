@@ -10,10 +10,33 @@ from __future__ import annotations
 
 import json
 
+import pgtrigger
 from django.conf import settings
 from django.db import models
 from django.db.models.functions import Now
 from django.utils import timezone
+
+from . import triggers
+from .querysets import MessageQuerySet
+
+
+def SessionRelation(related_name: str) -> models.ForeignKey:
+    """A ``session_id`` column related to ``assistant_sessions.id`` with no database constraint.
+
+    Foreign writers stay valid (no foreign key to satisfy) and rows whose session
+    has no registry row (the default namespace ``''``) are fine; deleting a session
+    deletes its rows through database triggers, not Django's collector.
+    """
+    return models.ForeignKey(
+        "SessionRecord",
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,  # the (session_id, …) indexes serve every lookup
+        db_column="session_id",
+        related_name=related_name,
+        default="",
+        db_default="",
+    )
 
 
 class Message(models.Model):
@@ -21,7 +44,7 @@ class Message(models.Model):
 
     seq = models.BigAutoField(primary_key=True)
     message_id = models.TextField(db_column="id")
-    session_id = models.TextField(default="", db_default="")
+    session = SessionRelation(related_name="messages")
     parent_id = models.TextField(null=True, blank=True)
     role = models.TextField()
     content = models.TextField(help_text="The UIMessage as JSON.")
@@ -36,6 +59,8 @@ class Message(models.Model):
     # Set on copies made by SessionManager.fork: the id this row was copied from
     # (in the parent session), so bookmarks can be mapped onto the fork.
     origin_id = models.TextField(null=True, blank=True, help_text="Id of the message this one was forked from.")
+
+    objects = MessageQuerySet.as_manager()
 
     class Meta:
         db_table = "assistant_messages"
@@ -62,7 +87,7 @@ class Compaction(models.Model):
 
     seq = models.BigAutoField(primary_key=True)
     compaction_id = models.TextField(db_column="id", unique=True)
-    session_id = models.TextField(default="", db_default="")
+    session = SessionRelation(related_name="compactions")
     summary = models.TextField()
     from_message_id = models.TextField()
     to_message_id = models.TextField()
@@ -91,6 +116,9 @@ class SessionRecord(models.Model):
     end_reason = models.TextField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_default=Now())
     updated_at = models.DateTimeField(default=timezone.now, db_default=Now(), db_index=True)
+    message_count = models.BigIntegerField(
+        default=0, db_default=0, editable=False, help_text="Stored messages (every branch), kept by triggers."
+    )
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="agent_sessions"
     )
@@ -153,7 +181,10 @@ class CompactionJob(models.Model):
         FAILED = "failed", "failed"
         IDLE = "idle", "idle"
 
-    session_id = models.TextField(unique=True)
+    session = models.OneToOneField(
+        "SessionRecord", on_delete=models.DO_NOTHING, db_constraint=False, db_column="session_id",
+        related_name="compaction_job",
+    )
     config_name = models.TextField(default="", blank=True, help_text="Registry name; empty for inline (ad-hoc) runs.")
     leaf_id = models.TextField(null=True, blank=True, help_text="Leaf the last request asked for (None: latest).")
     force = models.BooleanField(default=False, help_text="Compact even under the threshold (a manual request).")
@@ -211,3 +242,10 @@ class ApiKey(models.Model):
         key = cls(owner=owner, name=name, prefix=token_prefix(token), hashed_secret=hash_token(token))
         key.save(using=using)
         return key, token
+
+
+# Database triggers (see agent_sessions.triggers), registered with django-pgtrigger.
+pgtrigger.register(triggers.cascade_session_delete, triggers.count_existing_messages)(SessionRecord)
+pgtrigger.register(
+    triggers.protect_message_tree, triggers.count_inserted_messages, triggers.count_deleted_messages
+)(Message)

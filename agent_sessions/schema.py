@@ -7,7 +7,9 @@ instead of failing on ``CREATE TABLE``.
 
 from __future__ import annotations
 
+import pgtrigger.migrations
 from django.db import migrations
+from django.db.models import options
 
 from .storage import backends
 
@@ -45,3 +47,29 @@ def uninstall_search(apps, schema_editor) -> None:
         return
     for statement in backends.for_vendor(vendor).UNINSTALL:
         schema_editor.execute(statement)
+
+
+class AddTrigger(pgtrigger.migrations.AddTrigger):
+    """django-pgtrigger's ``AddTrigger`` (Postgres only), also usable without ``"pgtrigger"`` in INSTALLED_APPS.
+
+    The trigger is installed either way; it enters the migration state only when
+    pgtrigger's ``Meta.triggers`` support is loaded (it is what reads that state).
+    """
+
+    def state_forwards(self, app_label, state) -> None:
+        if "triggers" in options.DEFAULT_NAMES:
+            super().state_forwards(app_label, state)
+
+
+def install_sqlite_triggers(apps, schema_editor) -> None:
+    """SQLite's own copy of the triggers that AddTrigger installs on Postgres."""
+    if schema_editor.connection.vendor == "sqlite":
+        for statement in backends.for_vendor("sqlite").trigger_install_sql():
+            schema_editor.execute(statement)
+
+
+def uninstall_sqlite_triggers(apps, schema_editor) -> None:
+    """Reverse of :func:`install_sqlite_triggers`."""
+    if schema_editor.connection.vendor == "sqlite":
+        for statement in backends.for_vendor("sqlite").TRIGGER_UNINSTALL:
+            schema_editor.execute(statement)

@@ -62,7 +62,9 @@ ALLOWED: dict[str, dict[str, str]] = {
         "''.join((f'hit.r{i} DESC, ' for i in range(len(ranks))))": "rank column aliases r0, r1 …",
         "' WHERE ' + ' AND '.join(where) if where else ''": FRAGMENT, "' AND '.join(inner)": FRAGMENT,
         "', q' if tsq else ''": "a code literal",
+        "'' if 'seq' in target.columns else ', m.seq'": "a code literal",
     },
+    "querysets.py": {"walk": "DjangoSessionProvider.path_walk(): _PATH_CTE or _PATH_CTE_LATEST (module constants)"},
     "search/query.py": {}, "search/snippet.py": {},
     "search/plan.py": {"target.table": TARGET, "condition": FRAGMENT, "' AND '.join(inner)": FRAGMENT},
     "session_compaction.py": {
@@ -94,6 +96,8 @@ ALLOWED: dict[str, dict[str, str]] = {
     },
     "storage/sqlite.py": {
         "fts": "code literal table names", "table": TARGET, "column": TARGET,
+        "_sqlite_suffix('label')": "a suffix test of a code-literal column", "triggers.TREE_ERROR": "module constant",
+        "_NOW": "module constant: strftime() of 'now'",
         "head": "orm.insert_rows: 'INSERT INTO assistant_messages (<bulk_columns>) VALUES '",
         "', '.join([row_sql] * len(chunk))": "repeated '(%s, …)' groups", "row_sql": "'(%s, …)' only",
     },

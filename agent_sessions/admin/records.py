@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 
 from django.contrib import admin
 from django.contrib.admin.utils import quote
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -21,7 +21,6 @@ from ..storage.orm import DjangoSessionProvider
 from .parts import part_views
 from .sessions import TreeMedia, message_hits
 
-FTS_LIMIT = 200
 """Search hits shown by the message changelist's search box."""
 
 
@@ -41,13 +40,13 @@ def excerpt(text: str | None, chars: int = 100) -> str:
 class MessageAdmin(admin.ModelAdmin):
     """Read-only view of stored messages; writes go through the Session API, which keeps totals right."""
 
-    list_display = ("message_id", "session", "role", "text", "tokens", "path_tokens", "depth", "created_at")
+    list_display = ("message_id", "session_link", "role", "text", "tokens", "path_tokens", "depth", "created_at")
     list_filter = ("role",)
-    search_fields = ("=message_id", "=session_id")
+    search_fields = ("=message_id", "=session__id")
     search_help_text = "Words from message text (full-text, every word must match), or an exact message/session id."
     show_full_result_count = False
     ordering = ("-seq",)
-    fields = ("message_id", "session", "parent_id", "role", "created_at", "tokens", "path_tokens", "depth",
+    fields = ("message_id", "session_link", "parent_id", "role", "created_at", "tokens", "path_tokens", "depth",
               "rendered", "raw_json")
     readonly_fields = fields
     Media = TreeMedia
@@ -66,7 +65,7 @@ class MessageAdmin(admin.ModelAdmin):
         return False
 
     @admin.display(description="session", ordering="session_id")
-    def session(self, obj: Message) -> str:
+    def session_link(self, obj: Message) -> str:
         return tree_link(obj.session_id, obj.message_id)
 
     @admin.display(description="text")
@@ -89,12 +88,7 @@ class MessageAdmin(admin.ModelAdmin):
         """Exact ids, plus full-text hits across every session (storage.orm.search)."""
         results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
         if search_term.strip():
-            hits = message_hits(search_term, FTS_LIMIT)
-            if hits:
-                match = Q()
-                for hit in hits:
-                    match |= Q(session_id=hit.session_id, message_id=hit.id)
-                results = results | queryset.filter(match)
+            results = results | queryset.filter(seq__in=message_hits(search_term).order_by().values("seq"))
         return results, may_have_duplicates
 
     def delete_model(self, request: HttpRequest, obj: Message) -> None:
@@ -111,17 +105,17 @@ class MessageAdmin(admin.ModelAdmin):
 
 @admin.register(Compaction)
 class CompactionAdmin(admin.ModelAdmin):
-    list_display = ("compaction_id", "session", "from_message_id", "to_message_id", "short_summary", "created_at")
-    search_fields = ("=compaction_id", "=session_id", "summary")
-    readonly_fields = ("compaction_id", "session", "from_message_id", "to_message_id", "created_at")
-    fields = ("compaction_id", "session", "from_message_id", "to_message_id", "summary", "created_at")
+    list_display = ("compaction_id", "session_link", "from_message_id", "to_message_id", "short_summary", "created_at")
+    search_fields = ("=compaction_id", "=session__id", "summary")
+    readonly_fields = ("compaction_id", "session_link", "from_message_id", "to_message_id", "created_at")
+    fields = ("compaction_id", "session_link", "from_message_id", "to_message_id", "summary", "created_at")
     ordering = ("-seq",)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # overlays come from compact()/add_compaction, which check the range
 
     @admin.display(description="session", ordering="session_id")
-    def session(self, obj: Compaction) -> str:
+    def session_link(self, obj: Compaction) -> str:
         return tree_link(obj.session_id, obj.to_message_id)
 
     @admin.display(description="summary")
@@ -160,9 +154,9 @@ class SearchEntryAdmin(admin.ModelAdmin):
 class CompactionJobAdmin(admin.ModelAdmin):
     """Compaction job state per session (written by the Celery task): where failures are recorded."""
 
-    list_display = ("session", "status", "config_name", "attempts", "error", "requested_at", "finished_at")
+    list_display = ("session_link", "status", "config_name", "attempts", "error", "requested_at", "finished_at")
     list_filter = ("status", "config_name")
-    search_fields = ("=session_id", "last_error")
+    search_fields = ("=session__id", "last_error")
     ordering = ("-updated_at",)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -172,7 +166,7 @@ class CompactionJobAdmin(admin.ModelAdmin):
         return False
 
     @admin.display(description="session", ordering="session_id")
-    def session(self, obj: CompactionJob) -> str:
+    def session_link(self, obj: CompactionJob) -> str:
         return tree_link(obj.session_id)
 
     @admin.display(description="last error")

@@ -9,38 +9,27 @@ from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied
 from django.db import models, router
-from django.db.models import Count, F, IntegerField, OuterRef, QuerySet, Subquery, Value
-from django.db.models.functions import Coalesce
+from django.db.models import F, OuterRef, QuerySet, Subquery
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
 from ..exceptions import AgentSessionsError
-from ..models import CompactionJob, Message, SessionRecord
-from ..storage.orm import search
+from ..models import Compaction, CompactionJob, Message, SessionRecord
+from ..storage import backends
 from . import export, hooks
 from .tree_page import Urls, fragment_context, tree_context
 
-FTS_LIMIT = 500
-"""Search hits considered when the changelist search box is used."""
 
-
-def message_hits(search_term: str, limit: int) -> list:
-    """Full-text hits for a changelist search box across every session (none when the query is refused)."""
+def message_hits(search_term: str) -> QuerySet:
+    """Messages matching a changelist search box, in any session (none when this database cannot search)."""
+    using = router.db_for_read(Message)
     try:
-        return search(search_term, limit=limit, using=router.db_for_read(Message))
+        backends.for_alias(using)
     except AgentSessionsError:
-        return []
-
-
-def message_count_subquery() -> Subquery:
-    """Messages per session as a correlated subquery (one changelist query, however many rows)."""
-    counts = (
-        Message.objects.filter(session_id=OuterRef("pk")).order_by().values("session_id")
-        .annotate(n=Count("seq")).values("n")
-    )
-    return Subquery(counts, output_field=IntegerField())
+        return Message.objects.none()
+    return Message.objects.using(using).search(search_term)
 
 
 def compaction_state_subquery() -> Subquery:
@@ -97,16 +86,26 @@ class SessionRecordAdmin(admin.ModelAdmin):
     # ── changelist ──────────────────────────────────────────────────
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         return super().get_queryset(request).annotate(
-            message_count=Coalesce(message_count_subquery(), Value(0)),
             total_tokens=F("input_tokens") + F("output_tokens"),
             compaction_state=compaction_state_subquery(),
         )
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> tuple:
+        """The confirmation page also counts the rows the database deletes with the sessions (triggers)."""
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        ids = objs.values("pk") if isinstance(objs, QuerySet) else [o.pk for o in objs]
+        for model in (Message, Compaction, CompactionJob):
+            n = model.objects.filter(session_id__in=ids).count()
+            if n:
+                counts[model._meta.verbose_name_plural] = n
+        return deleted, counts, perms_needed, protected
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple:
         return (*self.readonly_fields, "id") if obj is not None else self.readonly_fields
 
     @admin.display(description="messages", ordering="message_count")
     def message_count(self, obj: SessionRecord) -> int:
+        """Kept by database triggers (every writer's messages count), so no subquery per row."""
         return obj.message_count
 
     @admin.display(description="tokens", ordering="total_tokens")
@@ -127,10 +126,7 @@ class SessionRecordAdmin(admin.ModelAdmin):
         """Name/id matches plus sessions having a message with every word (FTS5 / tsvector)."""
         results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
         if search_term.strip():
-            hits = message_hits(search_term, FTS_LIMIT)
-            ids = {h.session_id for h in hits}
-            if ids:
-                results = results | queryset.filter(pk__in=ids)
+            results = results | queryset.filter(pk__in=message_hits(search_term).order_by().values("session_id"))
         return results, may_have_duplicates
 
     # ── actions ─────────────────────────────────────────────────────

@@ -42,7 +42,8 @@ def scan_rows() -> int:
     return conf.search_scan_rows()
 
 
-_MAX_PAGE = 10**9
+MAX_PAGE = 10**9
+_MAX_PAGE = MAX_PAGE
 
 
 def page(limit: object, offset: object = 0) -> tuple[int, int]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.db import DatabaseError
 
-from .plan import Filters, Split, Target, occurrences_sql, scope_source, split
+from .plan import RANK_TYPE, Filters, Split, Target, occurrences_sql, scope_source, split
 from .query import AnyOf, Query, Term
 from .snippet import ELLIPSIS, START, STOP
 
@@ -155,14 +155,21 @@ def compile_query(cursor, query: Query, target: Target, filters: Filters) -> tup
 
     order, order_params = [], []
     ranks = [f"bm25({t})" for t, used in ((target.fts, word_expr), (target.trigram, sub_expr)) if used]
+    needles = [t for t in query.terms if t.cjk]
     if ranks:
         order.append(" + ".join(ranks))
+        rank = f"-({' + '.join(ranks)})"
+    elif needles:
+        rank = occurrences_sql(f"m.{target.text}", needles, "max")
+        order.append(rank + " DESC")
+        order_params += [n.text for n in needles for _ in range(2)]
     else:
-        needles = [t for t in query.terms if t.cjk]
-        if needles:
-            order.append(occurrences_sql(f"m.{target.text}", needles, "max") + " DESC")
-            order_params += [n.text for n in needles for _ in range(2)]
+        rank = "0"
     order.append("m.seq")
+    if filters.ranked:
+        snippet += f", CAST({rank} AS {RANK_TYPE}) AS rank"
+        if not ranks:
+            select_params += [n.text for n in needles for _ in range(2)]
 
     sql = (
         f"SELECT {columns}, {snippet} FROM {source}"

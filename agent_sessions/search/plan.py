@@ -52,6 +52,11 @@ class Filters:
     offset: int = 0
     snippets: bool = False
     scan_rows: int = 50_000
+    ranked: bool = False  # also select a ``rank`` column (higher is better), after the snippet
+
+
+RANK_TYPE = "DOUBLE PRECISION"
+"""The type the ``rank`` column is cast to (a float on both vendors)."""
 
 
 @dataclass(frozen=True)

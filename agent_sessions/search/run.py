@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import args as search_query
 from .plan import ENTRIES, MESSAGES, Filters, Target, finish
@@ -43,6 +43,20 @@ def search_rows(
     return finish(cursor.fetchall(), query, target, filters)
 
 
+RANKED_MESSAGES = replace(MESSAGES, columns=("seq",))
+"""Messages as ``(seq, snippet, rank)`` rows: what a queryset joins to."""
+
+
+def ranked_message_sql(cursor, compile_query: Compiler, query: Query, scope: str | None) -> tuple[str, list]:
+    """``(sql, params)``: every message matching ``query`` (in ``scope`` if given) as ``seq, NULL, rank`` rows.
+
+    For :meth:`agent_sessions.querysets.MessageQuerySet.search`, which joins it;
+    ``query`` must be non-empty (check with ``bool(query)`` first).
+    """
+    filters = Filters(scope=scope, limit=search_query.MAX_PAGE, scan_rows=search_query.scan_rows(), ranked=True)
+    return compile_query(cursor, query, RANKED_MESSAGES, filters)
+
+
 @dataclass(frozen=True)
 class Searcher:
     """A backend's ``search_messages`` / ``search_entries``, over its own compiler."""
@@ -76,3 +90,7 @@ class Searcher:
         return search_rows(
             cursor, self.compile_query, ENTRIES, terms, scope=label, limit=limit, offset=offset, snippets=snippets
         )
+
+    def ranked_messages(self, cursor, query: Query, scope: str | None) -> tuple[str, list]:
+        """SQL of every matching message as ``seq, snippet, rank`` rows (see :func:`ranked_message_sql`)."""
+        return ranked_message_sql(cursor, self.compile_query, query, scope)

@@ -9,7 +9,7 @@ tsquery syntax); the results are combined with the tsquery operators
 
 from __future__ import annotations
 
-from .plan import Filters, Target, like_pattern, occurrences_sql, scope_source, split
+from .plan import RANK_TYPE, Filters, Target, like_pattern, occurrences_sql, scope_source, split
 from .query import AnyOf, Query, Term
 from .snippet import ELLIPSIS, START, STOP
 
@@ -92,7 +92,7 @@ def compile_query(query: Query, target: Target, filters: Filters, config: str) -
 
     columns = ", ".join(f"m.{c}" for c in target.columns)
     inner_sql = (
-        f"SELECT {columns}, m.seq{rank_cols} FROM {source}"
+        f"SELECT {columns}{'' if 'seq' in target.columns else ', m.seq'}{rank_cols} FROM {source}"
         + (" WHERE " + " AND ".join(where) if where else "")
         + f" ORDER BY {order}m.seq LIMIT %s OFFSET %s"
     )
@@ -105,6 +105,9 @@ def compile_query(query: Query, target: Target, filters: Filters, config: str) -
         headline_params = [config, HEADLINE_OPTIONS]
     else:
         headline = "NULL"
+    if filters.ranked:
+        total = " + ".join(f"hit.r{i}" for i in range(len(ranks))) or "0"
+        headline += f", CAST({total} AS {RANK_TYPE}) AS rank"
     sql = (
         f"SELECT {hit_columns}, {headline} FROM ({inner_sql}) hit"
         + (", q" if tsq else "")

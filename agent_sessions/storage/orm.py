@@ -226,6 +226,11 @@ class DjangoSessionProvider:
         params = [self.session_id, *self._leaf_params(leaf_id), path_key_prefix(self.session_id)]
         return cte, [*params, conf.max_path_depth()]
 
+    def path_walk(self, leaf_id: str | None = None) -> tuple[str, list]:
+        """The ``WITH RECURSIVE path(seq, parent_id, n)`` walk from ``leaf_id`` (None: the latest leaf)
+        and its parameters; ``n`` is 0 at the leaf.  Follow it with a SELECT over ``path``."""
+        return self._walk(leaf_id)
+
     def get_raw_path(self, leaf_id: str | None = None) -> list[dict]:
         """Root→leaf messages as stored, without overlays (one query, the leaf lookup included)."""
         cte, params = self._walk(leaf_id)

@@ -97,6 +97,7 @@ def _compile(cursor, query, target, filters):
 _searcher = Searcher(_compile)
 search_messages = _searcher.search_messages
 search_entries = _searcher.search_entries
+ranked_messages = _searcher.ranked_messages
 
 
 def trigram_install_sql() -> list[str]:

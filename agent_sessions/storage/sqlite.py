@@ -7,6 +7,7 @@ its first read, so two writers can never pick the same parent.
 
 from __future__ import annotations
 
+from .. import triggers
 from ..search import fts5, plan
 from ..search.run import Searcher
 
@@ -78,6 +79,7 @@ def locked_insert(cursor, session_id: str, sql: str, params: list) -> tuple | No
 _searcher = Searcher(fts5.compile_query)
 search_messages = _searcher.search_messages
 search_entries = _searcher.search_entries
+ranked_messages = _searcher.ranked_messages
 
 
 def install_sql() -> list[str]:
@@ -135,3 +137,56 @@ def reserve_write(cursor) -> None:
     busy timeout.  A write that changes nothing, issued first, waits like any other.
     """
     cursor.execute("UPDATE assistant_sessions SET id = id WHERE 1 = 0")
+
+
+# The triggers of agent_sessions.triggers (Postgres: django-pgtrigger), in SQLite's dialect.
+def _sqlite_suffix(column: str) -> str:
+    return f"substr({column}, -(length(OLD.id) + 1)) = '_' || OLD.id"
+
+
+# Django's text format for datetimes, to the millisecond (the best SQLite's clock gives).
+_NOW = "strftime('%Y-%m-%d %H:%M:%f', 'now')"
+
+_TRIGGERS = [
+    f"""CREATE TRIGGER IF NOT EXISTS agent_sessions_cascade_session_delete
+    AFTER DELETE ON assistant_sessions WHEN OLD.id <> '' BEGIN
+        DELETE FROM assistant_messages WHERE session_id = OLD.id;
+        DELETE FROM assistant_compactions WHERE session_id = OLD.id;
+        DELETE FROM agent_sessions_compaction_jobs WHERE session_id = OLD.id;
+        DELETE FROM cf_agents_context_blocks WHERE {_sqlite_suffix("label")};
+        DELETE FROM cf_agents_search_entries WHERE {_sqlite_suffix("label")};
+    END""",
+    f"""CREATE TRIGGER IF NOT EXISTS agent_sessions_count_inserted_messages
+    AFTER INSERT ON assistant_messages BEGIN
+        UPDATE assistant_sessions SET message_count = message_count + 1, updated_at = {_NOW} WHERE id = NEW.session_id;
+    END""",
+    f"""CREATE TRIGGER IF NOT EXISTS agent_sessions_count_deleted_messages
+    AFTER DELETE ON assistant_messages BEGIN
+        UPDATE assistant_sessions SET message_count = max(message_count - 1, 0), updated_at = {_NOW}
+        WHERE id = OLD.session_id;
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS agent_sessions_count_existing_messages
+    AFTER INSERT ON assistant_sessions BEGIN
+        UPDATE assistant_sessions
+        SET message_count = (SELECT count(*) FROM assistant_messages WHERE session_id = NEW.id) WHERE id = NEW.id;
+    END""",
+    f"""CREATE TRIGGER IF NOT EXISTS agent_sessions_protect_message_tree
+    BEFORE UPDATE OF id, session_id, parent_id ON assistant_messages
+    WHEN OLD.id IS NOT NEW.id OR OLD.session_id IS NOT NEW.session_id OR OLD.parent_id IS NOT NEW.parent_id
+    BEGIN
+        SELECT RAISE(ABORT, '{triggers.TREE_ERROR}');
+    END""",
+]
+
+TRIGGER_UNINSTALL = [
+    "DROP TRIGGER IF EXISTS agent_sessions_cascade_session_delete",
+    "DROP TRIGGER IF EXISTS agent_sessions_protect_message_tree",
+    "DROP TRIGGER IF EXISTS agent_sessions_count_inserted_messages",
+    "DROP TRIGGER IF EXISTS agent_sessions_count_deleted_messages",
+    "DROP TRIGGER IF EXISTS agent_sessions_count_existing_messages",
+]
+
+
+def trigger_install_sql() -> list[str]:
+    """Cascade a session delete to its rows, count messages, refuse updates that move a message (migration 0008)."""
+    return list(_TRIGGERS)

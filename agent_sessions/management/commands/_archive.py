@@ -239,12 +239,13 @@ def import_session(using: str, document: dict) -> int:
     """Write the document's rows (call inside a transaction, after conflicts are handled); returns messages."""
     session_id = document["session_id"]
     record = document.get("session")
+    rows = list(_message_rows(document.get("messages", [])))
+    DjangoSessionProvider(session_id, using=using).insert_rows(rows)
     if record is not None:
+        # After the messages: the insert triggers would stamp updated_at; a new row counts them itself.
         fields = {f: record[f] for f in RECORD_FIELDS if record.get(f) is not None}
         fields.update(_stamps(created_at=record.get("created_at"), updated_at=record.get("updated_at")))
         SessionRecord.objects.using(using).create(**fields, owner=_owner(record.get("owner"), using))
-    rows = list(_message_rows(document.get("messages", [])))
-    DjangoSessionProvider(session_id, using=using).insert_rows(rows)
     Compaction.objects.using(using).bulk_create(
         Compaction(
             compaction_id=c["id"], session_id=session_id, summary=c["summary"], from_message_id=c["from_message_id"],

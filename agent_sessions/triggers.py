@@ -1,0 +1,91 @@
+"""Database triggers: a session delete cascades to its rows; a stored message cannot move in the tree.
+
+Triggers, not Django's collector, because the tables are shared with foreign
+writers and raw SQL: a ``DELETE FROM assistant_sessions`` from anywhere leaves
+no orphans, and an ``UPDATE`` that would re-parent or re-key a message fails
+whoever issues it.  On Postgres they are django-pgtrigger triggers (installed
+by migration 0008, listed by ``manage.py pgtrigger ls``); SQLite gets the same
+behaviour from its own ``CREATE TRIGGER`` statements (storage/sqlite.py) in the same migration.
+See docs/data-model.md.
+"""
+
+from __future__ import annotations
+
+import pgtrigger
+
+TREE_ERROR = "agent_sessions: the id, session_id and parent_id of a stored message never change"
+"""The error text of a refused update (IntegrityError on both databases)."""
+
+# Per-session rows of the label-keyed tables end with "_<session id>" (the stored
+# prompt is "_system_prompt_<session id>"); the default namespace '' never cascades.
+_PG_CASCADE = """
+    DELETE FROM assistant_messages AS t USING old_sessions AS o WHERE o.id <> '' AND t.session_id = o.id;
+    DELETE FROM assistant_compactions AS t USING old_sessions AS o WHERE o.id <> '' AND t.session_id = o.id;
+    DELETE FROM agent_sessions_compaction_jobs AS t USING old_sessions AS o
+        WHERE o.id <> '' AND t.session_id = o.id;
+    DELETE FROM cf_agents_context_blocks AS t USING old_sessions AS o
+        WHERE o.id <> '' AND right(t.label, length(o.id) + 1) = '_' || o.id;
+    DELETE FROM cf_agents_search_entries AS t USING old_sessions AS o
+        WHERE o.id <> '' AND right(t.label, length(o.id) + 1) = '_' || o.id;
+    RETURN NULL;
+"""
+
+cascade_session_delete = pgtrigger.Trigger(
+    name="cascade_session_delete",
+    level=pgtrigger.Statement,
+    when=pgtrigger.After,
+    operation=pgtrigger.Delete,
+    referencing=pgtrigger.Referencing(old="old_sessions"),
+    func=_PG_CASCADE,
+)
+"""On ``assistant_sessions``: one statement per table, whatever the number of sessions deleted."""
+
+protect_message_tree = pgtrigger.Trigger(
+    name="protect_message_tree",
+    when=pgtrigger.Before,
+    operation=pgtrigger.UpdateOf("id", "session_id", "parent_id"),
+    condition=pgtrigger.Condition(
+        "OLD.id IS DISTINCT FROM NEW.id OR OLD.session_id IS DISTINCT FROM NEW.session_id "
+        "OR OLD.parent_id IS DISTINCT FROM NEW.parent_id"
+    ),
+    func=f"RAISE EXCEPTION '{TREE_ERROR}' USING ERRCODE = 'integrity_constraint_violation';",
+)
+"""On ``assistant_messages``: depth and path_tokens stay writable (the library re-derives them)."""
+
+# ``assistant_sessions.message_count`` and ``updated_at`` follow inserts and deletes of
+# messages, whoever writes them (one UPDATE per statement).  clock_timestamp(), not
+# now(): several appends in one transaction still order the sessions they touched.
+_PG_COUNT = """
+    UPDATE assistant_sessions AS s SET message_count = greatest(s.message_count {sign} n.c, 0),
+        updated_at = clock_timestamp()
+    FROM (SELECT session_id, count(*) AS c FROM {rows} GROUP BY session_id) AS n WHERE s.id = n.session_id;
+    RETURN NULL;
+"""
+
+count_inserted_messages = pgtrigger.Trigger(
+    name="count_inserted_messages",
+    level=pgtrigger.Statement,
+    when=pgtrigger.After,
+    operation=pgtrigger.Insert,
+    referencing=pgtrigger.Referencing(new="new_messages"),
+    func=_PG_COUNT.format(sign="+", rows="new_messages"),
+)
+"""On ``assistant_messages``: appends raise their session's count and ``updated_at``."""
+
+count_deleted_messages = pgtrigger.Trigger(
+    name="count_deleted_messages",
+    level=pgtrigger.Statement,
+    when=pgtrigger.After,
+    operation=pgtrigger.Delete,
+    referencing=pgtrigger.Referencing(old="old_messages"),
+    func=_PG_COUNT.format(sign="-", rows="old_messages"),
+)
+"""On ``assistant_messages``: deletes lower it."""
+
+count_existing_messages = pgtrigger.Trigger(
+    name="count_existing_messages",
+    when=pgtrigger.Before,
+    operation=pgtrigger.Insert,
+    func="NEW.message_count := (SELECT count(*) FROM assistant_messages WHERE session_id = NEW.id); RETURN NEW;",
+)
+"""On ``assistant_sessions``: a registry row made for a session that already has messages starts with their count."""
