@@ -90,3 +90,13 @@ def texts(message: dict) -> list[str]:
         for p in message.get("parts") or []
         if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
     ]
+
+
+def known_call_names(history: list[dict]) -> dict[str, str]:
+    """Tool names of the calls on a path, by ``toolCallId`` (a reused id takes the latest name)."""
+    names: dict[str, str] = {}
+    for message in history:
+        for part in message.get("parts") or []:
+            if is_tool_part(part):
+                names[part["toolCallId"]] = tool_name(part)
+    return names

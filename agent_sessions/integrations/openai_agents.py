@@ -19,6 +19,7 @@ from ._parts import (
     data_part,
     find_data,
     is_tool_part,
+    known_call_names,
     new_id,
     parse_json,
     reasoning_part,
@@ -85,7 +86,7 @@ class AgentsSession:
         names: dict[str, str] = {}
         in_batch = {i.get("call_id") for i in items if i.get("type") == "function_call"}
         if any(i.get("type") == "function_call_output" and i.get("call_id") not in in_batch for i in items):
-            names = _known_call_names(self._store.history())  # a result whose call was stored earlier
+            names = known_call_names(self._store.history())  # a result whose call was stored earlier
         self._store.append([item_to_message(item, names) for item in items])
 
     def pop_item_sync(self) -> dict | None:
@@ -226,13 +227,3 @@ def _reasoning_texts(item: dict) -> list[str]:
             if isinstance(block, dict) and isinstance(block.get("text"), str) and block["text"]:
                 out.append(block["text"])
     return out
-
-
-def _known_call_names(history: list[dict]) -> dict[str, str]:
-    """Tool names of the calls already stored on the branch, by ``call_id``."""
-    names: dict[str, str] = {}
-    for message in history:
-        for part in message.get("parts") or []:
-            if is_tool_part(part):
-                names[part["toolCallId"]] = tool_name(part)
-    return names
