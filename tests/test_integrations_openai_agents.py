@@ -265,3 +265,19 @@ def test_import_without_the_sdk_names_the_extra(monkeypatch):
     monkeypatch.delitem(sys.modules, "agent_sessions.integrations.openai_agents")
     with pytest.raises(ImportError, match=r"pip install django-agent-sessions\[openai-agents\]"):
         importlib.import_module("agent_sessions.integrations.openai_agents")
+
+
+def test_get_items_limit_reads_a_window_that_agrees_with_the_full_history():
+    ours, _, _, _ = run_both("agents-window")
+    history = Session.create().for_session("agents-window").get_history()
+    manager = SessionManager()
+    manager.add_compaction("agents-window", "Turn one, summarised.", history[1]["id"], history[4]["id"])
+    manager.add_compaction("agents-window", "Turns one and two.", history[1]["id"], history[8]["id"])
+
+    async def compare():
+        full = await ours.get_items()
+        assert {"role": "assistant", "content": "Turns one and two."} in full
+        for limit in range(1, len(full) + 3):
+            assert await ours.get_items(limit) == full[-limit:], limit
+
+    asyncio.run(compare())

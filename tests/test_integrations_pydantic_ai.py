@@ -9,6 +9,7 @@ import sys
 import pytest
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
+    BinaryContent,
     ImageUrl,
     ModelMessage,
     ModelMessagesTypeAdapter,
@@ -239,3 +240,16 @@ def test_import_without_pydantic_ai_names_the_extra(monkeypatch):
     monkeypatch.delitem(sys.modules, "agent_sessions.integrations.pydantic_ai")
     with pytest.raises(ImportError, match=r"pip install django-agent-sessions\[pydantic-ai\]"):
         importlib.import_module("agent_sessions.integrations.pydantic_ai")
+
+
+def test_binary_content_reads_back_as_pydantic_ai_itself_reads_it():
+    messages = [
+        ModelRequest(
+            parts=[UserPromptPart(content=["Look:", BinaryContent(data=b"\x00\x89PNG", media_type="image/png")])]
+        )
+    ]
+    ui = from_model_messages(messages)
+    assert [p["type"] for p in ui[0]["parts"]] == ["text", f"data-{MESSAGE_KIND}"]  # bytes are not duplicated
+    expected = ModelMessagesTypeAdapter.validate_json(ModelMessagesTypeAdapter.dump_json(messages))
+    assert to_model_messages(ui) == expected
+    assert to_model_messages(ui)[0].parts[0].content[1].data == b"\x00\x89PNG"

@@ -59,6 +59,14 @@ class SessionStore:
         """The latest leaf's root→leaf path, compaction overlays applied."""
         return self.manager.get_history(self.session_id)
 
+    def recent(self, rows: int) -> tuple[list[dict], bool]:
+        """The last ``rows`` stored rows of the latest branch (overlays applied) and whether that is all of it.
+
+        Reads only the window, so ``get_items(limit)``-style reads cost what they return.
+        """
+        recent = self.session.get_recent_history(max_content_bytes=0, min_recent_messages=max(1, rows))
+        return recent.messages, not recent.truncated
+
     def pop_latest(self) -> dict | None:
         """Delete and return the latest leaf; None when the session is empty.
 

@@ -73,10 +73,19 @@ class AgentsSession:
         """All items of the latest branch in order, or the last ``limit`` of them."""
         if limit is None and self.session_settings is not None:
             limit = getattr(self.session_settings, "limit", None)
-        items = [item for message in self._store.history() for item in message_to_items(message)]
-        if limit is None or limit < 0:
-            return items  # a negative limit reads everything, as the SDK's SQLiteSession does
-        return items[len(items) - limit :] if limit else []
+        if limit is not None and limit > 0:
+            # Read one row more than asked: if that still yields more than ``limit`` items, the
+            # window's first row (where an overlay may have been cut) is not among those returned.
+            window, complete = self._store.recent(limit + 1)
+            items = _flatten(window)
+            if len(items) > limit or complete:
+                return items[-limit:]
+        elif limit == 0:
+            return []
+        # No limit, a negative one (everything, as the SDK's SQLiteSession reads it), or a window
+        # that compaction overlays or foreign rows made too short.
+        items = _flatten(self._store.history())
+        return items[-limit:] if limit is not None and limit > 0 else items
 
     def add_items_sync(self, items: list[Any]) -> None:
         """Append the items, in order, as a chain of rows under the latest leaf (one transaction)."""
@@ -180,6 +189,10 @@ def message_to_items(message: dict) -> list[dict]:
             output = as_json_text(part.get("output", part.get("result")))
             items.append({"type": "function_call_output", "call_id": call_id, "output": output})
     return items
+
+
+def _flatten(messages: list[dict]) -> list[dict]:
+    return [item for message in messages for item in message_to_items(message)]
 
 
 def _plain(item: Any) -> dict:

@@ -80,7 +80,8 @@ def to_model_messages(messages: Sequence[dict]) -> list[ModelMessage]:
             raws.append(raw)
         else:
             slots.extend(_foreign(message))
-    exact = ModelMessagesTypeAdapter.validate_json(json.dumps(raws)) if raws else []
+    # The JSON-mode dump validates back as Pydantic AI documents for stored histories.
+    exact = ModelMessagesTypeAdapter.validate_python(raws) if raws else []
     return [exact[slot] if isinstance(slot, int) else slot for slot in slots]
 
 
