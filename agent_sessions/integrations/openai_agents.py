@@ -140,7 +140,8 @@ def item_to_message(item: dict, call_names: dict[str, str] | None = None) -> dic
     role = "assistant"
     parts: list[dict] = []
     if kind in (None, "message") and "role" in item:
-        role = _ROLES.get(item.get("role"), str(item.get("role") or "user"))
+        given = item.get("role")
+        role = _ROLES.get(given, given) if isinstance(given, str) and given else "user"
         parts = _content_parts(item.get("content"))
     elif kind == "function_call":
         call_id, name = str(item.get("call_id") or ""), str(item.get("name") or "function")
@@ -236,7 +237,8 @@ def _is_web_url(value: Any) -> bool:
 def _reasoning_texts(item: dict) -> list[str]:
     out = []
     for key in ("summary", "content"):
-        for block in item.get(key) or []:
+        blocks = item.get(key)
+        for block in blocks if isinstance(blocks, list) else []:
             if isinstance(block, dict) and isinstance(block.get("text"), str) and block["text"]:
                 out.append(block["text"])
     return out
