@@ -238,3 +238,22 @@ def test_import_without_langchain_names_the_extra(monkeypatch):
     monkeypatch.delitem(sys.modules, "agent_sessions.integrations.langchain")
     with pytest.raises(ImportError, match=r"pip install django-agent-sessions\[langchain\]"):
         importlib.import_module("agent_sessions.integrations.langchain")
+
+
+@pytest.mark.django_db
+def test_compact_keeps_tool_calls_and_results_together():
+    from agent_sessions import create_compact_function
+
+    history = DjangoChatMessageHistory("lc-compact")
+    history.add_messages(conversation())
+    compact = create_compact_function(
+        lambda prompt: "SUMMARY", protect_head=1, tail_token_budget=10, min_tail_messages=2
+    )
+    assert Session.create().for_session("lc-compact").on_compaction(compact).compact() is not None
+    messages = history.messages
+    assert messages[0] == conversation()[0] and messages[1].content == "SUMMARY"
+    assert len(messages) < len(conversation())
+    calls = {c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls}
+    results = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    assert calls == results
+    assert messages[-1] == conversation()[-1]

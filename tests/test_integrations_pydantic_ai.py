@@ -253,3 +253,24 @@ def test_binary_content_reads_back_as_pydantic_ai_itself_reads_it():
     expected = ModelMessagesTypeAdapter.validate_json(ModelMessagesTypeAdapter.dump_json(messages))
     assert to_model_messages(ui) == expected
     assert to_model_messages(ui)[0].parts[0].content[1].data == b"\x00\x89PNG"
+
+
+@pytest.mark.django_db
+def test_compact_keeps_tool_calls_and_returns_together():
+    from agent_sessions import create_compact_function
+
+    history, first, second, _ = two_runs("pai-compact")
+    compact = create_compact_function(
+        lambda prompt: "SUMMARY", protect_head=1, tail_token_budget=10, min_tail_messages=2
+    )
+    assert Session.create().for_session("pai-compact").on_compaction(compact).compact() is not None
+    messages = history.get_messages()
+    assert messages[0] == first.all_messages()[0]
+    assert messages[1] == ModelResponse(parts=[TextPart(content="SUMMARY")], timestamp=messages[1].timestamp)
+    calls = {p.tool_call_id for m in messages for p in m.parts if isinstance(p, ToolCallPart)}
+    returns = {p.tool_call_id for m in messages for p in m.parts if isinstance(p, ToolReturnPart)}
+    assert calls == returns
+    # The compacted history is usable as message_history for the next run.
+    model, seen = weather_model()
+    weather_agent(model).run_sync("Weather in Kyoto?", message_history=messages)
+    assert seen[0][: len(messages)] == messages
