@@ -281,3 +281,46 @@ def test_get_items_limit_reads_a_window_that_agrees_with_the_full_history():
             assert await ours.get_items(limit) == full[-limit:], limit
 
     asyncio.run(compare())
+
+
+def test_concurrent_pops_return_each_item_once():
+    import threading
+
+    from django.db import connection
+
+    items = [{"role": "user", "content": f"item {i}"} for i in range(24)]
+    AgentsSession("agents-pops").add_items_sync(items)
+    popped: list[dict] = []
+    lock = threading.Lock()
+
+    def worker():
+        session = AgentsSession("agents-pops")
+        try:
+            while (item := session.pop_item_sync()) is not None:
+                with lock:
+                    popped.append(item)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert sorted(i["content"] for i in popped) == sorted(i["content"] for i in items)
+    assert AgentsSession("agents-pops").get_items_sync() == []
+
+
+def test_a_configured_manager_compacts_adapter_writes():
+    from agent_sessions import create_compact_function
+
+    manager = (
+        SessionManager()
+        .on_compaction(create_compact_function(lambda prompt: "AUTO SUMMARY", protect_head=1, tail_token_budget=10))
+        .compact_after(60)
+    )
+    ours = AgentsSession("agents-auto", manager=manager)
+    asyncio.run(converse(ours))
+    assert manager.get_compactions("agents-auto")
+    items = asyncio.run(ours.get_items())
+    assert {"role": "assistant", "content": "AUTO SUMMARY"} in items
