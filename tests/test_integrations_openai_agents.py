@@ -324,3 +324,22 @@ def test_a_configured_manager_compacts_adapter_writes():
     assert manager.get_compactions("agents-auto")
     items = asyncio.run(ours.get_items())
     assert {"role": "assistant", "content": "AUTO SUMMARY"} in items
+
+
+def test_results_added_later_are_named_and_invisible_rows_are_skipped_by_pop():
+    ours = AgentsSession("agents-later")
+    ours.add_items_sync([{"type": "function_call", "call_id": "c1", "name": "lookup", "arguments": "{}"}])
+    ours.add_items_sync(
+        [
+            {"type": "function_call_output", "call_id": "c1", "output": "42"},
+            {"type": "function_call_output", "call_id": ["odd"], "output": "?"},
+        ]
+    )
+    rows = Session.create().for_session("agents-later").get_history()
+    assert rows[1]["parts"][0]["type"] == "tool-lookup" and rows[2]["parts"][0]["type"] == "tool-function"
+    # A foreign reasoning-only row renders as no item: pop skips (and removes) it.
+    Session.create().for_session("agents-later").append_message(
+        {"id": "r", "role": "assistant", "parts": [{"type": "reasoning", "text": "hidden"}]}
+    )
+    assert ours.pop_item_sync() == {"type": "function_call_output", "call_id": ["odd"], "output": "?"}
+    assert len(ours.get_items_sync()) == 2

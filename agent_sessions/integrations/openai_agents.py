@@ -93,18 +93,25 @@ class AgentsSession:
         if not items:
             return
         names: dict[str, str] = {}
-        in_batch = {i.get("call_id") for i in items if i.get("type") == "function_call"}
-        if any(i.get("type") == "function_call_output" and i.get("call_id") not in in_batch for i in items):
-            names = known_call_names(self._store.history())  # a result whose call was stored earlier
+        in_batch = _call_ids(items, "function_call")
+        earlier = _call_ids(items, "function_call_output") - in_batch
+        if earlier:  # results whose calls were stored before: look at the recent rows, then the branch
+            names = known_call_names(self._store.recent(64)[0])
+            if not earlier <= names.keys():
+                names = known_call_names(self._store.history())
         self._store.append([item_to_message(item, names) for item in items])
 
     def pop_item_sync(self) -> dict | None:
-        """Delete the latest row and return its item (None when empty)."""
-        message = self._store.pop_latest()
-        if message is None:
-            return None
-        items = message_to_items(message)
-        return items[-1] if items else None
+        """Delete the latest row and return its item (None when empty).
+
+        A foreign row that renders as no item (reasoning only, say) is removed and the
+        next one is tried, as ``SQLiteSession`` skips rows it cannot decode.
+        """
+        while (message := self._store.pop_latest()) is not None:
+            items = message_to_items(message)
+            if items:
+                return items[-1]
+        return None
 
     def clear_session_sync(self) -> None:
         """Delete every row and overlay of the session."""
@@ -190,6 +197,10 @@ def message_to_items(message: dict) -> list[dict]:
             output = as_json_text(part.get("output", part.get("result")))
             items.append({"type": "function_call_output", "call_id": call_id, "output": output})
     return items
+
+
+def _call_ids(items: list[dict], kind: str) -> set[str]:
+    return {i["call_id"] for i in items if i.get("type") == kind and isinstance(i.get("call_id"), str)}
 
 
 def _flatten(messages: list[dict]) -> list[dict]:
