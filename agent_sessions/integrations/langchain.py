@@ -95,8 +95,11 @@ class DjangoChatMessageHistory(BaseChatMessageHistory):
                 raise TypeError(f"expected a LangChain BaseMessage, not {type(message).__name__}")
         names: dict[str, str] = {}
         in_batch = {c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls}
-        if any(isinstance(m, ToolMessage) and not m.name and m.tool_call_id not in in_batch for m in messages):
-            names = known_call_names(self._store.history())  # a result whose call was stored earlier
+        earlier = {m.tool_call_id for m in messages if isinstance(m, ToolMessage) and not m.name} - in_batch
+        if earlier:  # results whose calls were stored before: look at the recent rows, then the branch
+            names = known_call_names(self._store.recent(64)[0])
+            if not earlier <= names.keys():
+                names = known_call_names(self._store.history())
         self._store.append([from_langchain(m, names) for m in messages])
 
     def clear(self) -> None:
