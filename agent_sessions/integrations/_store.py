@@ -1,0 +1,87 @@
+"""The storage side every adapter shares: one session's rows through a SessionManager."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from ..manager import SessionManager, clock, records
+from ..models import SessionRecord
+
+
+class SessionStore:
+    """Append chains to, read, pop and clear one session; the admin sees it like any other.
+
+    Writes go through ``manager`` (a default, unconfigured :class:`SessionManager`
+    on ``using`` when None), so a configured manager's auto-compaction and
+    ``updated_at`` bookkeeping apply. The first write registers the session in
+    ``assistant_sessions`` (name = id, ``source``) when no row exists yet.
+    """
+
+    def __init__(self, session_id: str, *, using: str | None = None, manager: Any = None, source: str) -> None:
+        if not isinstance(session_id, str) or not session_id or "\x00" in session_id:
+            raise ValueError("session_id must be a non-empty string without NUL characters")
+        self.session_id = session_id
+        self.manager = manager if manager is not None else SessionManager(using=using)
+        self.source = source
+        self._registered = False
+
+    @property
+    def session(self) -> Any:
+        """The :class:`agent_sessions.Session` behind this store."""
+        return self.manager.get_session(self.session_id)
+
+    def register(self) -> None:
+        """Create the ``assistant_sessions`` row if it is missing (idempotent, race-safe)."""
+        if self._registered:
+            return
+        using = self.manager.using
+        if not SessionRecord.objects.using(using).filter(id=self.session_id).exists():
+            stamp = clock.now()
+            try:
+                with transaction.atomic(using=using):
+                    SessionRecord.objects.using(using).create(
+                        id=self.session_id, name=self.session_id, source=self.source, created_at=stamp, updated_at=stamp
+                    )
+            except IntegrityError:
+                pass  # another writer registered it first
+        self._registered = True
+
+    def append(self, messages: list[dict]) -> None:
+        """Append ``messages`` as a chain under the latest leaf, in one transaction."""
+        if not messages:
+            return
+        self.register()
+        self.manager.append_all(self.session_id, messages)
+
+    def history(self) -> list[dict]:
+        """The latest leaf's root→leaf path, compaction overlays applied."""
+        return self.manager.get_history(self.session_id)
+
+    def recent(self, rows: int) -> tuple[list[dict], bool]:
+        """The last ``rows`` stored rows of the latest branch (overlays applied) and whether that is all of it.
+
+        Reads only the window, so ``get_items(limit)``-style reads cost what they return.
+        """
+        recent = self.session.get_recent_history(max_content_bytes=0, min_recent_messages=max(1, rows))
+        return recent.messages, not recent.truncated
+
+    def pop_latest(self) -> dict | None:
+        """Delete and return the latest leaf; None when the session is empty.
+
+        A concurrent pop that deleted the same row first makes this one retry,
+        so each row is returned by exactly one caller.
+        """
+        session = self.session
+        while True:
+            leaf = session.get_latest_leaf()
+            if leaf is None:
+                return None
+            if session.storage.delete_messages([leaf["id"]]):
+                records.update(self.manager.using, self.session_id)
+                return leaf
+
+    def clear(self) -> None:
+        """Delete every message and overlay of the session (its registry row stays)."""
+        self.manager.clear_messages(self.session_id)

@@ -1,0 +1,231 @@
+"""LangChain ``BaseChatMessageHistory`` on top of agent_sessions.
+
+``DjangoChatMessageHistory("chat-1")`` works wherever langchain-core takes a chat
+history (``RunnableWithMessageHistory``, hand-written loops). Each LangChain
+message becomes one message row: the message itself is kept in a
+``data-langchain-message`` part (type, content, ``tool_calls``,
+``additional_kwargs``, ``response_metadata``, ids, everything) next to a UIMessage
+rendering for search, the admin, forks and compaction. See ``docs/integrations.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from asgiref.sync import sync_to_async
+
+from ._extras import require
+from ._parts import (
+    as_json_text,
+    data_part,
+    find_data,
+    is_tool_part,
+    known_call_names,
+    new_id,
+    reasoning_part,
+    text_part,
+    texts,
+    tool_call_part,
+    tool_name,
+    tool_result_part,
+)
+from ._store import SessionStore
+
+require("langchain_core", "langchain")
+
+from langchain_core.chat_history import BaseChatMessageHistory  # noqa: E402
+from langchain_core.messages import (  # noqa: E402
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    message_to_dict,
+    messages_from_dict,
+)
+
+MESSAGE_KIND = "langchain-message"
+"""Data part ``data-langchain-message`` holding ``{"type", "data"}`` as ``messages_from_dict`` reads it."""
+
+SOURCE = "langchain"
+_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool", "function": "tool"}
+_CHUNKS = {
+    f"{name}MessageChunk": kind
+    for name, kind in [
+        ("AI", "ai"),
+        ("Human", "human"),
+        ("System", "system"),
+        ("Tool", "tool"),
+        ("Function", "function"),
+        ("Chat", "chat"),
+    ]
+}
+
+
+class DjangoChatMessageHistory(BaseChatMessageHistory):
+    """A chat history stored as one message row per LangChain message, sync and async.
+
+    ``messages`` is the latest branch with compaction overlays applied; rows written
+    elsewhere (overlays, the REST API) are rendered as plain LangChain messages.
+    """
+
+    def __init__(self, session_id: str, *, using: str | None = None, manager: Any = None) -> None:
+        self._store = SessionStore(session_id, using=using, manager=manager, source=SOURCE)
+        self.session_id = session_id
+
+    def __repr__(self) -> str:
+        return f"DjangoChatMessageHistory({self.session_id!r})"
+
+    @property
+    def store(self) -> SessionStore:
+        """The storage side (its ``session`` is the :class:`agent_sessions.Session`)."""
+        return self._store
+
+    @property
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        """The conversation, oldest first."""
+        return [m for message in self._store.history() for m in to_langchain(message)]
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Append the messages in order as a chain of rows, in one transaction."""
+        messages = list(messages)
+        for message in messages:
+            if not isinstance(message, BaseMessage):
+                raise TypeError(f"expected a LangChain BaseMessage, not {type(message).__name__}")
+        names: dict[str, str] = {}
+        in_batch = {c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls}
+        earlier = {m.tool_call_id for m in messages if isinstance(m, ToolMessage) and not m.name} - in_batch
+        if earlier:  # results whose calls were stored before: look at the recent rows, then the branch
+            names = known_call_names(self._store.recent(64)[0])
+            if not earlier <= names.keys():
+                names = known_call_names(self._store.history())
+        self._store.append([from_langchain(m, names) for m in messages])
+
+    def clear(self) -> None:
+        """Delete every message and overlay of the session."""
+        self._store.clear()
+
+    async def aget_messages(self) -> list[BaseMessage]:
+        """Async twin of :attr:`messages` (runs in Django's sync thread)."""
+        return await sync_to_async(lambda: self.messages, thread_sensitive=True)()
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Async twin of :meth:`add_messages`."""
+        await sync_to_async(self.add_messages, thread_sensitive=True)(list(messages))
+
+    async def aclear(self) -> None:
+        """Async twin of :meth:`clear`."""
+        await sync_to_async(self.clear, thread_sensitive=True)()
+
+
+# ── LangChain message ⇄ UIMessage ───────────────────────────────────
+def from_langchain(message: BaseMessage, call_names: dict[str, str] | None = None) -> dict:
+    """One LangChain message as a UIMessage: a rendering plus the message itself in a data part."""
+    names = call_names if call_names is not None else {}
+    kind = _CHUNKS.get(message.type, message.type)
+    role = _ROLES.get(kind) or str(getattr(message, "role", "") or "assistant")
+    parts: list[dict] = []
+    if kind == "tool":
+        call_id = str(getattr(message, "tool_call_id", "") or "")
+        name = message.name or names.get(call_id, "tool")
+        if getattr(message, "status", "success") == "error":
+            parts.append(tool_result_part(name, call_id, error=_content_text(message.content)))
+        else:
+            parts.append(tool_result_part(name, call_id, _plain_output(message.content)))
+    else:
+        parts.extend(_content_parts(message))
+        for call in getattr(message, "tool_calls", None) or []:
+            names[str(call.get("id") or "")] = call["name"]
+            parts.append(tool_call_part(call["name"], str(call.get("id") or ""), call.get("args", {})))
+        for bad in getattr(message, "invalid_tool_calls", None) or []:
+            part = tool_call_part(str(bad.get("name") or "tool"), str(bad.get("id") or ""), bad.get("args"))
+            part.update(state="output-error", errorText=str(bad.get("error") or "invalid tool call"))
+            parts.append(part)
+    parts.append(data_part(MESSAGE_KIND, message_to_dict(message)))
+    return {"id": new_id("lc"), "role": role, "parts": parts}
+
+
+def to_langchain(message: dict) -> list[BaseMessage]:
+    """The LangChain messages of a stored row: the stored one, or a rendering of a foreign row.
+
+    A foreign row becomes Human/AI/System messages from its text (the UIMessage id
+    as ``id``), its tool parts ``tool_calls`` on the AIMessage plus one ToolMessage
+    per result (errors with ``status="error"``). Its reasoning and files are not rendered.
+    """
+    found, stored = find_data(message, MESSAGE_KIND)
+    if found:
+        return messages_from_dict([stored])
+    role, mid = message.get("role"), message.get("id")
+    text = "\n".join(texts(message))
+    tool_parts = [p for p in message.get("parts") or [] if is_tool_part(p)]
+    out: list[BaseMessage] = []
+    if role == "user":
+        out.append(HumanMessage(content=text, id=mid))
+    elif role == "system":
+        out.append(SystemMessage(content=text, id=mid))
+    elif role != "tool":
+        calls = [
+            {
+                "name": tool_name(p),
+                "args": _args(p.get("input", p.get("args"))),
+                "id": p["toolCallId"],
+                "type": "tool_call",
+            }
+            for p in tool_parts
+            if "input" in p or "args" in p
+        ]
+        out.append(AIMessage(content=text, tool_calls=calls, id=mid))
+    for part in tool_parts:
+        if "errorText" in part:
+            out.append(
+                ToolMessage(
+                    content=str(part["errorText"]),
+                    tool_call_id=part["toolCallId"],
+                    name=tool_name(part),
+                    status="error",
+                )
+            )
+        elif "output" in part or "result" in part:
+            output = as_json_text(part.get("output", part.get("result")))
+            out.append(ToolMessage(content=output, tool_call_id=part["toolCallId"], name=tool_name(part)))
+    return out
+
+
+def _content_parts(message: BaseMessage) -> list[dict]:
+    """Text and reasoning of a message's content (a string or a list of content blocks)."""
+    parts: list[dict] = []
+    extra = getattr(message, "additional_kwargs", None) or {}
+    if isinstance(extra.get("reasoning_content"), str) and extra["reasoning_content"]:
+        parts.append(reasoning_part(extra["reasoning_content"]))
+    content = message.content
+    if isinstance(content, str):
+        return parts + ([text_part(content)] if content else [])
+    for block in content:
+        if isinstance(block, str):
+            parts.append(text_part(block))
+        elif isinstance(block, dict):
+            kind = block.get("type")
+            if kind == "text" and isinstance(block.get("text"), str):
+                parts.append(text_part(block["text"]))
+            elif kind in ("reasoning", "thinking"):
+                value = block.get(kind)
+                if isinstance(value, str) and value:
+                    parts.append(reasoning_part(value))
+    return parts
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(b if isinstance(b, str) else str(b.get("text", "")) for b in content if isinstance(b, str | dict))
+
+
+def _plain_output(content: Any) -> Any:
+    """A ToolMessage's content as the tool part's output (strings stay strings)."""
+    return content if isinstance(content, str) else _content_text(content)
+
+
+def _args(value: Any) -> dict:
+    """LangChain tool calls take a dict of arguments; anything else is wrapped."""
+    return value if isinstance(value, dict) else {"input": value}

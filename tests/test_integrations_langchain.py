@@ -1,0 +1,259 @@
+"""LangChain adapter: lossless chat history (sync and async), RunnableWithMessageHistory, search/admin/fork/compact."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import sys
+
+import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, ChatMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+from langchain_core.runnables import RunnableLambda
+from langchain_core.runnables.history import RunnableWithMessageHistory
+
+from agent_sessions import InvalidMessage, Session, SessionManager
+from agent_sessions.integrations.langchain import MESSAGE_KIND, DjangoChatMessageHistory, from_langchain, to_langchain
+from agent_sessions.models import Message, SessionRecord
+
+BASE = "/admin/agent_sessions"
+
+
+def conversation() -> list:
+    return [
+        SystemMessage(content="You are a weather bot.", id="sys-1"),
+        HumanMessage(content="Weather in Kyoto?", id="h-1", additional_kwargs={"lang": "en"}),
+        AIMessage(
+            content=[{"type": "text", "text": "Let me check."}, {"type": "reasoning", "reasoning": "Need the tool."}],
+            tool_calls=[{"name": "get_weather", "args": {"city": "Kyoto"}, "id": "call_1", "type": "tool_call"}],
+            additional_kwargs={"refusal": None, "custom": [1, 2.5, "é"]},
+            response_metadata={"model_name": "fake-1", "finish_reason": "tool_calls"},
+            usage_metadata={"input_tokens": 10, "output_tokens": 5, "total_tokens": 15},
+            id="run-1",
+        ),
+        ToolMessage(content="rain, 18 °C", tool_call_id="call_1", artifact={"raw": {"t": 18}}, id="t-1"),
+        AIMessage(content="It rains in Kyoto: take an umbrella.", id="run-2", response_metadata={"stop": True}),
+        HumanMessage(content="And Osaka?"),
+        AIMessage(content="", tool_calls=[{"name": "get_weather", "args": {"city": "Osaka"}, "id": "call_2"}]),
+        ToolMessage(content="service down", tool_call_id="call_2", status="error"),
+        AIMessage(content="Sorry, the forecast service is down."),
+    ]
+
+
+@pytest.mark.django_db
+def test_round_trip_is_lossless_with_tool_calls():
+    history = DjangoChatMessageHistory("lc-1")
+    history.add_messages(conversation())
+    again = DjangoChatMessageHistory("lc-1").messages
+    assert again == conversation()
+    assert [type(m) for m in again] == [type(m) for m in conversation()]
+    assert again[2].tool_calls[0]["args"] == {"city": "Kyoto"} and again[3].artifact == {"raw": {"t": 18}}
+    assert again[2].usage_metadata["total_tokens"] == 15 and again[7].status == "error"
+    assert SessionRecord.objects.get(id="lc-1").source == "langchain"
+
+
+@pytest.mark.django_db
+def test_rows_are_rendered_as_ui_messages():
+    DjangoChatMessageHistory("lc-2").add_messages(conversation())
+    rows = Session.create().for_session("lc-2").get_history()
+    assert [r["role"] for r in rows] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+    assert rows[2]["parts"][:3] == [
+        {"type": "text", "text": "Let me check."},
+        {"type": "reasoning", "text": "Need the tool."},
+        {
+            "type": "tool-get_weather",
+            "toolCallId": "call_1",
+            "toolName": "get_weather",
+            "state": "input-available",
+            "input": {"city": "Kyoto"},
+        },
+    ]
+    assert rows[3]["parts"][0] == {
+        "type": "tool-get_weather",
+        "toolCallId": "call_1",
+        "toolName": "get_weather",
+        "state": "output-available",
+        "output": "rain, 18 °C",
+    }
+    assert rows[7]["parts"][0]["state"] == "output-error" and rows[7]["parts"][0]["errorText"] == "service down"
+    assert all(r["parts"][-1]["type"] == f"data-{MESSAGE_KIND}" for r in rows)
+
+
+@pytest.mark.django_db
+def test_single_adds_chunks_chat_messages_and_clear():
+    history = DjangoChatMessageHistory("lc-3")
+    history.add_user_message("hi")
+    history.add_ai_message("hello")
+    history.add_message(AIMessageChunk(content="streamed", id="chunk-1"))
+    history.add_message(ChatMessage(role="critic", content="meh"))
+    messages = history.messages
+    assert [m.content for m in messages] == ["hi", "hello", "streamed", "meh"]
+    assert isinstance(messages[2], AIMessageChunk) and messages[3].role == "critic"
+    assert Session.create().for_session("lc-3").get_history()[3]["role"] == "critic"
+    history.clear()
+    assert history.messages == [] and not Message.objects.filter(session_id="lc-3").exists()
+
+
+@pytest.mark.django_db
+def test_a_tool_result_added_later_is_named_after_its_call():
+    history = DjangoChatMessageHistory("lc-4")
+    history.add_messages(conversation()[:3])
+    history.add_message(ToolMessage(content="rain", tool_call_id="call_1"))
+    row = Session.create().for_session("lc-4").get_latest_leaf()
+    assert row["parts"][0]["type"] == "tool-get_weather"
+
+
+@pytest.mark.django_db
+def test_bad_input_writes_nothing():
+    history = DjangoChatMessageHistory("lc-bad")
+    with pytest.raises(TypeError):
+        history.add_messages([HumanMessage(content="ok"), {"role": "user", "content": "dict"}])
+    with pytest.raises(InvalidMessage):
+        history.add_messages(
+            [HumanMessage(content="ok"), HumanMessage(content="x", additional_kwargs={"n": float("nan")})]
+        )
+    assert history.messages == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_async_twins():
+    history = DjangoChatMessageHistory("lc-async")
+
+    async def go():
+        await history.aadd_messages(conversation())
+        read = await history.aget_messages()
+        await history.aclear()
+        return read, await history.aget_messages()
+
+    read, after = asyncio.run(go())
+    assert read == conversation() and after == []
+
+
+@pytest.mark.django_db(transaction=True)  # langchain may save from a callback thread
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_runnable_with_message_history():
+    seen: list[list] = []
+    model = GenericFakeChatModel(
+        messages=iter([AIMessage(content="Kyoto: rain.", id="r1"), AIMessage(content="Osaka: sun.", id="r2")])
+    )
+    prompt = ChatPromptTemplate.from_messages(
+        [("system", "Weather bot."), MessagesPlaceholder("history"), ("human", "{question}")]
+    )
+
+    def record(value):
+        seen.append(value.to_messages())
+        return value
+
+    chain = RunnableWithMessageHistory(
+        prompt | RunnableLambda(record) | model,
+        lambda session_id: DjangoChatMessageHistory(session_id),
+        input_messages_key="question",
+        history_messages_key="history",
+    )
+    config = {"configurable": {"session_id": "lc-runnable"}}
+    assert chain.invoke({"question": "Kyoto?"}, config=config).content == "Kyoto: rain."
+    assert chain.invoke({"question": "Osaka?"}, config=config).content == "Osaka: sun."
+    # The second call saw the first turn, read back from the database.
+    assert [m.content for m in seen[1]] == ["Weather bot.", "Kyoto?", "Kyoto: rain.", "Osaka?"]
+    stored = DjangoChatMessageHistory("lc-runnable").messages
+    assert [m.content for m in stored] == ["Kyoto?", "Kyoto: rain.", "Osaka?", "Osaka: sun."]
+    assert stored[1].id == "r1"
+
+
+@pytest.mark.django_db
+def test_search_admin_fork_and_compaction(admin_client):
+    history = DjangoChatMessageHistory("lc-5")
+    history.add_messages(conversation())
+    session = Session.create().for_session("lc-5")
+    assert [r.role for r in session.search("umbrella")] == ["assistant"]
+
+    html = admin_client.get(f"{BASE}/sessionrecord/lc-5/change/").content.decode()
+    assert "get_weather" in html and "take an umbrella" in html and "service down" in html
+
+    rows = session.get_history()
+    manager = SessionManager()
+    fork = manager.fork("lc-5", rows[4]["id"], "fork")
+    assert DjangoChatMessageHistory(fork.id).messages == conversation()[:5]
+
+    overlay = manager.add_compaction("lc-5", "Kyoto: rain, umbrella.", rows[1]["id"], rows[4]["id"])
+    compacted = history.messages
+    assert compacted[0] == conversation()[0]
+    assert compacted[1] == AIMessage(content="Kyoto: rain, umbrella.", id=f"compaction_{overlay.id}")
+    assert compacted[2:] == conversation()[5:]
+
+
+def test_foreign_rows_become_langchain_messages():
+    row = {
+        "id": "u9",
+        "role": "assistant",
+        "parts": [
+            {"type": "text", "text": "Looking."},
+            {
+                "type": "tool-lookup",
+                "toolCallId": "c9",
+                "state": "output-available",
+                "input": {"q": 1},
+                "output": {"a": 2},
+            },
+            {
+                "type": "dynamic-tool",
+                "toolName": "t",
+                "toolCallId": "c1",
+                "state": "output-error",
+                "input": "raw",
+                "errorText": "boom",
+            },
+        ],
+    }
+    ai, ok, failed = to_langchain(row)
+    assert ai == AIMessage(
+        content="Looking.",
+        id="u9",
+        tool_calls=[
+            {"name": "lookup", "args": {"q": 1}, "id": "c9", "type": "tool_call"},
+            {"name": "t", "args": {"input": "raw"}, "id": "c1", "type": "tool_call"},
+        ],
+    )
+    assert ok == ToolMessage(content='{"a": 2}', tool_call_id="c9", name="lookup")
+    assert failed.status == "error" and failed.content == "boom"
+    assert to_langchain({"id": "u", "role": "user", "parts": [{"type": "text", "text": "hi"}]}) == [
+        HumanMessage(content="hi", id="u")
+    ]
+    assert from_langchain(HumanMessage(content="x"))["role"] == "user"
+
+
+def test_import_without_langchain_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "langchain_core", None)
+    monkeypatch.delitem(sys.modules, "agent_sessions.integrations.langchain")
+    with pytest.raises(ImportError, match=r"pip install django-agent-sessions\[langchain\]"):
+        importlib.import_module("agent_sessions.integrations.langchain")
+
+
+@pytest.mark.django_db
+def test_compact_keeps_tool_calls_and_results_together():
+    from agent_sessions import create_compact_function
+
+    history = DjangoChatMessageHistory("lc-compact")
+    history.add_messages(conversation())
+    compact = create_compact_function(
+        lambda prompt: "SUMMARY", protect_head=1, tail_token_budget=10, min_tail_messages=2
+    )
+    assert Session.create().for_session("lc-compact").on_compaction(compact).compact() is not None
+    messages = history.messages
+    assert messages[0] == conversation()[0] and messages[1].content == "SUMMARY"
+    assert len(messages) < len(conversation())
+    calls = {c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls}
+    results = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    assert calls == results
+    assert messages[-1] == conversation()[-1]
