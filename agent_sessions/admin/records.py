@@ -7,9 +7,10 @@ from typing import Any
 from urllib.parse import quote as url_quote
 from urllib.parse import urlencode
 
+from django import forms
 from django.contrib import admin
 from django.contrib.admin.utils import quote
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -19,10 +20,7 @@ from django.utils.text import Truncator
 from ..models import Compaction, CompactionJob, ContextBlockRecord, Message, SearchEntry
 from ..storage.orm import DjangoSessionProvider
 from .parts import part_views
-from .sessions import TreeMedia, message_hits
-
-FTS_LIMIT = 200
-"""Search hits shown by the message changelist's search box."""
+from .sessions import TreeMedia, text_matches
 
 
 def tree_link(session_id: str, focus: str | None = None, label: str | None = None) -> str:
@@ -89,12 +87,9 @@ class MessageAdmin(admin.ModelAdmin):
         """Exact ids, plus full-text hits across every session (storage.orm.search)."""
         results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
         if search_term.strip():
-            hits = message_hits(search_term, FTS_LIMIT)
-            if hits:
-                match = Q()
-                for hit in hits:
-                    match |= Q(session_id=hit.session_id, message_id=hit.id)
-                results = results | queryset.filter(match)
+            found = text_matches(request, search_term, "seq")
+            if found.subquery is not None:
+                results = results | queryset.filter(seq__in=found.subquery)
         return results, may_have_duplicates
 
     def delete_model(self, request: HttpRequest, obj: Message) -> None:
@@ -134,6 +129,16 @@ class ContextBlockAdmin(admin.ModelAdmin):
     list_display = ("label", "short_content", "size", "updated_at")
     search_fields = ("label", "content")
     ordering = ("label",)
+
+    def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        """The label is a one-line key, not a textarea."""
+        if db_field.name == "label":
+            kwargs["widget"] = forms.TextInput(attrs={"class": "vTextField"})
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple:
+        """The label is the primary key: editing it would copy the block under a new key, so it is fixed once saved."""
+        return ("label", *super().get_readonly_fields(request, obj)) if obj is not None else ()
 
     @admin.display(description="content")
     def short_content(self, obj: ContextBlockRecord) -> str:

@@ -18,20 +18,17 @@ from django.utils.html import format_html
 
 from ..exceptions import AgentSessionsError
 from ..models import CompactionJob, Message, SessionRecord
-from ..storage.orm import search
 from . import export, hooks
+from .search import Matches, matches
 from .tree_page import Urls, fragment_context, tree_context
 
-FTS_LIMIT = 500
-"""Search hits considered when the changelist search box is used."""
 
-
-def message_hits(search_term: str, limit: int) -> list:
-    """Full-text hits for a changelist search box across every session (none when the query is refused)."""
-    try:
-        return search(search_term, limit=limit, using=router.db_for_read(Message))
-    except AgentSessionsError:
-        return []
+def text_matches(request: HttpRequest, search_term: str, column: str) -> Matches:
+    """Full-text matches of a changelist search box, announced on the page with their true count."""
+    found = matches(search_term, using=router.db_for_read(Message), column=column)
+    if found.capped:
+        messages.warning(request, f"Full-text search: {found.label}; refine the query to see them all.")
+    return found
 
 
 def message_count_subquery() -> Subquery:
@@ -127,10 +124,9 @@ class SessionRecordAdmin(admin.ModelAdmin):
         """Name/id matches plus sessions having a message with every word (FTS5 / tsvector)."""
         results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
         if search_term.strip():
-            hits = message_hits(search_term, FTS_LIMIT)
-            ids = {h.session_id for h in hits}
-            if ids:
-                results = results | queryset.filter(pk__in=ids)
+            found = text_matches(request, search_term, "session_id")
+            if found.subquery is not None:
+                results = results | queryset.filter(pk__in=found.subquery)
         return results, may_have_duplicates
 
     # ── actions ─────────────────────────────────────────────────────
@@ -269,6 +265,8 @@ class SessionRecordAdmin(admin.ModelAdmin):
         session_id = unquote(object_id)
         leaf = request.GET.get("leaf")
         if leaf:
+            if not Message.objects.filter(session_id=session_id, message_id=leaf).exists():
+                raise Http404("no such message in this session")
             return JsonResponse(export.history_document(session_id, leaf), json_dumps_params={"ensure_ascii": False})
         record = SessionRecord.objects.filter(pk=session_id).first()
         if record is None and not Message.objects.filter(session_id=session_id).exists():

@@ -1,0 +1,71 @@
+"""Full-text matches as subqueries the admin's changelists can filter, count and paginate.
+
+The storage's search returns one page of hits; a changelist needs every match
+(its paginator counts them and slices pages), so the same compiled search is
+used here as ``seq IN (…)`` / ``session_id IN (…)``, bounded by :data:`MATCH_CAP`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from django.db import connections
+from django.db.models.expressions import RawSQL
+
+from .. import conf
+from ..exceptions import AgentSessionsError
+from ..search import fts5, tsquery
+from ..search.args import as_query, query_terms, scan_rows
+from ..search.plan import MESSAGES, Filters
+
+MATCH_CAP = 100_000
+"""Most matching messages one admin search considers; beyond it the page says "more than"."""
+
+_ALIAS = "hit_key"
+
+
+@dataclass(frozen=True)
+class Matches:
+    """A search's matching rows as a subquery, and how many there are (``capped`` when more than ``count``)."""
+
+    subquery: RawSQL | None
+    count: int = 0
+    capped: bool = False
+
+    @property
+    def label(self) -> str:
+        """"281 messages match" or "more than 100000 messages match"."""
+        if self.capped:
+            return f"more than {self.count} messages match"
+        return f"{self.count} message{'' if self.count == 1 else 's'} match{'es' if self.count == 1 else ''}"
+
+
+def _compile(cursor, vendor: str, query, column: str, session_id: str | None, limit: int) -> tuple[str, list]:
+    target = replace(MESSAGES, columns=(f"{column} AS {_ALIAS}",))
+    filters = Filters(scope=session_id, limit=limit, snippets=False, scan_rows=scan_rows())
+    if vendor == "postgresql":
+        return tsquery.compile_query(query, target, filters, conf.pg_text_search_config())
+    return fts5.compile_query(cursor, query, target, filters)
+
+
+def matches(search_term: str, *, using: str, column: str = "seq", session_id: str | None = None,
+            cap: int = MATCH_CAP) -> Matches:
+    """Rows matching ``search_term`` as ``SELECT <column> …`` (``seq`` or ``session_id``), with their count.
+
+    A query the search language refuses (or that can match nothing) gives ``Matches(None)``.
+    """
+    try:
+        terms = query_terms(search_term)
+        query = as_query(terms)
+    except (AgentSessionsError, ValueError):
+        return Matches(None)
+    if not query:
+        return Matches(None)
+    connection = connections[using]
+    with connection.cursor() as cursor:
+        sql, params = _compile(cursor, connection.vendor, query, "seq", session_id, cap + 1)
+        cursor.execute(f"SELECT COUNT(*) FROM ({sql}) AS counted", params)
+        (count,) = cursor.fetchone()
+        sql, params = _compile(cursor, connection.vendor, query, column, session_id, cap)
+    capped = count > cap
+    return Matches(RawSQL(f"SELECT {_ALIAS} FROM ({sql}) AS hits", params), min(count, cap), capped)
