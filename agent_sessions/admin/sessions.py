@@ -19,8 +19,9 @@ from django.utils.html import format_html
 from ..exceptions import AgentSessionsError
 from ..models import CompactionJob, Message, SessionRecord
 from . import export, hooks
+from .long_text import long_text
 from .search import Matches, matches
-from .tree_page import Urls, fragment_context, tree_context
+from .tree_page import FRAGMENT_LIMIT, Urls, fragment_context, tree_context
 
 
 def text_matches(request: HttpRequest, search_term: str, column: str) -> Matches:
@@ -61,6 +62,14 @@ class CompactionStateFilter(admin.SimpleListFilter):
         if value:
             return queryset.filter(pk__in=CompactionJob.objects.filter(status=value).values("session_id"))
         return queryset
+
+
+def _int(value: str | None) -> int | None:
+    """A page number from the query string (None when absent or not a number)."""
+    try:
+        return int(value) if value else None
+    except ValueError:
+        return None
 
 
 class TreeMedia:
@@ -155,6 +164,7 @@ class SessionRecordAdmin(admin.ModelAdmin):
         return [
             path("<path:object_id>/tree/", wrap(self.tree_view), name=f"{prefix}_tree"),
             path("<path:object_id>/tree/fragment/", wrap(self.fragment_view), name=f"{prefix}_tree_fragment"),
+            path("<path:object_id>/tree/text/", wrap(self.text_view), name=f"{prefix}_tree_text"),
             path("<path:object_id>/compact/", wrap(self.compact_view), name=f"{prefix}_compact"),
             path("<path:object_id>/fork/", wrap(self.fork_view), name=f"{prefix}_fork"),
             path("<path:object_id>/export/", wrap(self.export_view), name=f"{prefix}_export"),
@@ -165,14 +175,19 @@ class SessionRecordAdmin(admin.ModelAdmin):
         return reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_{name}", args=[quote(session_id)],
                        current_app=self.admin_site.name)
 
-    def _tree_context(self, request: HttpRequest, session_id: str, page_url: str) -> dict:
-        urls = Urls(page=page_url, fragment=self._url("tree_fragment", session_id))
-        try:
-            page = int(request.GET["page"]) if "page" in request.GET else None
-        except ValueError:
-            page = None
-        context = tree_context(session_id, urls, focus=request.GET.get("leaf") or None, page=page,
-                               using=router.db_for_read(Message))
+    def _urls(self, session_id: str, page_url: str) -> Urls:
+        compaction = reverse("admin:agent_sessions_compaction_change", args=["0"], current_app=self.admin_site.name)
+        return Urls(page=page_url, fragment=self._url("tree_fragment", session_id),
+                    text=self._url("tree_text", session_id), compaction=compaction.replace("/0/", "/{}/"))
+
+    def _tree_context(self, request: HttpRequest, session_id: str, page_url: str, record: Any = None) -> dict:
+        urls = self._urls(session_id, page_url)
+        get = request.GET
+        context = tree_context(
+            session_id, urls, leaf=get.get("leaf", "").strip(), focus=get.get("focus", "").strip(),
+            at=get.get("at", ""), page=_int(get.get("page")), query=get.get("q", "").strip(),
+            hits_page=_int(get.get("hits")) or 1, record=record, using=router.db_for_read(Message),
+        )
         context.update(
             session_id=session_id,
             compact_url=self._url("compact", session_id),
@@ -188,7 +203,7 @@ class SessionRecordAdmin(admin.ModelAdmin):
     def render_change_form(self, request: HttpRequest, context: dict, add: bool = False, change: bool = False,
                            form_url: str = "", obj: Any = None) -> HttpResponse:
         if obj is not None and not add:
-            context["as_tree"] = self._tree_context(request, obj.pk, request.path)
+            context["as_tree"] = self._tree_context(request, obj.pk, request.path, obj)
         return super().render_change_form(request, context, add, change, form_url, obj)
 
     def _require(self, request: HttpRequest, permission: str) -> None:
@@ -207,7 +222,7 @@ class SessionRecordAdmin(admin.ModelAdmin):
             "subtitle": session_id,
             "original": record,
             "media": self.media,
-            "as_tree": self._tree_context(request, session_id, request.path),
+            "as_tree": self._tree_context(request, session_id, request.path, record),
         }
         return TemplateResponse(request, "admin/agent_sessions/sessionrecord/tree.html", context)
 
@@ -218,15 +233,23 @@ class SessionRecordAdmin(admin.ModelAdmin):
         node = request.GET.get("node")
         if not node:
             raise Http404("node is required")
-        urls = Urls(page=self._url("tree", session_id), fragment=self._url("tree_fragment", session_id))
+        urls = self._urls(session_id, self._url("tree", session_id))
         context = fragment_context(
             session_id, urls, start=node, toward=request.GET.get("toward", ""), until=request.GET.get("until", ""),
-            using=router.db_for_read(Message),
+            using=router.db_for_read(Message), limit=_int(request.GET.get("n")) or FRAGMENT_LIMIT,
         )
         if context.get("missing"):
             raise Http404("no such message")
         context.update(can_fork=self.has_add_permission(request))
         return TemplateResponse(request, "admin/agent_sessions/tree/fragment.html", context)
+
+    def text_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The rest of a long text the page cut: a message part's field, a summary, or a context block."""
+        self._require(request, "view")
+        rest = long_text(unquote(object_id), request.GET, using=router.db_for_read(Message))
+        if rest is None:
+            raise Http404("no such text")
+        return TemplateResponse(request, "admin/agent_sessions/tree/text.html", {"rest": rest})
 
     def _back(self, request: HttpRequest, session_id: str) -> HttpResponseRedirect:
         fallback = self._url("tree", session_id)
