@@ -12,8 +12,10 @@ from .parts import FIELDS, part_views, remainder
 
 def _part_field(session_id: str, node: str, part: str, name: str, *, using: str) -> str | None:
     content = (
-        Message.objects.using(using).filter(session_id=session_id, message_id=node)
-        .values_list("content", flat=True).first()
+        Message.objects.using(using)
+        .filter(session_id=session_id, message_id=node)
+        .values_list("content", flat=True)
+        .first()
     )
     if content is None or name not in FIELDS:
         return None
@@ -35,8 +37,10 @@ def long_text(session_id: str, query: Mapping[str, str], *, using: str) -> str |
         text = _part_field(session_id, query["node"], query.get("part", "0"), query.get("field", "text"), using=using)
     elif query.get("compaction"):
         text = (
-            Compaction.objects.using(using).filter(session_id=session_id, compaction_id=query["compaction"])
-            .values_list("summary", flat=True).first()
+            Compaction.objects.using(using)
+            .filter(session_id=session_id, compaction_id=query["compaction"])
+            .values_list("summary", flat=True)
+            .first()
         )
     elif query.get("block"):
         text = block_text(session_id, query["block"], using=using)

@@ -47,8 +47,9 @@ def first_at_or_after(session_id: str, path_ids: set[str], moment: datetime, *, 
     return None
 
 
-def resolve(tree: Tree, session_id: str, *, leaf: str = "", focus: str = "", at: str = "",
-            using: str = "default") -> Target:
+def resolve(
+    tree: Tree, session_id: str, *, leaf: str = "", focus: str = "", at: str = "", using: str = "default"
+) -> Target:
     """The leaf and focus for ``?leaf=&focus=&at=``.
 
     ``leaf`` alone selects the latest leaf below that message and focuses the message;

@@ -34,7 +34,7 @@ class Matches:
 
     @property
     def label(self) -> str:
-        """"281 messages match" or "more than 100000 messages match"."""
+        """ "281 messages match" or "more than 100000 messages match"."""
         if self.capped:
             return f"more than {self.count} messages match"
         return f"{self.count} message{'' if self.count == 1 else 's'} match{'es' if self.count == 1 else ''}"
@@ -48,11 +48,19 @@ def _compile(cursor, vendor: str, query, column: str, session_id: str | None, li
     return fts5.compile_query(cursor, query, target, filters)
 
 
-def matches(search_term: str, *, using: str, column: str = "seq", session_id: str | None = None,
-            cap: int = MATCH_CAP) -> Matches:
+def matches(
+    search_term: str,
+    *,
+    using: str,
+    column: str = "seq",
+    session_id: str | None = None,
+    cap: int = MATCH_CAP,
+    count_only: bool = False,
+) -> Matches:
     """Rows matching ``search_term`` as ``SELECT <column> …`` (``seq`` or ``session_id``), with their count.
 
-    A query the search language refuses (or that can match nothing) gives ``Matches(None)``.
+    A query the search language refuses (or that can match nothing) gives ``Matches(None)``;
+    ``count_only`` skips building the subquery.
     """
     try:
         terms = query_terms(search_term)
@@ -66,6 +74,7 @@ def matches(search_term: str, *, using: str, column: str = "seq", session_id: st
         sql, params = _compile(cursor, connection.vendor, query, "seq", session_id, cap + 1)
         cursor.execute(f"SELECT COUNT(*) FROM ({sql}) AS counted", params)
         (count,) = cursor.fetchone()
+        if count_only:
+            return Matches(None, min(count, cap), count > cap)
         sql, params = _compile(cursor, connection.vendor, query, column, session_id, cap)
-    capped = count > cap
-    return Matches(RawSQL(f"SELECT {_ALIAS} FROM ({sql}) AS hits", params), min(count, cap), capped)
+    return Matches(RawSQL(f"SELECT {_ALIAS} FROM ({sql}) AS hits", params), min(count, cap), count > cap)

@@ -72,6 +72,10 @@ def _int(value: str | None) -> int | None:
         return None
 
 
+TEXT_STEP = 100_000
+"""Characters of a long text one "show all" step loads (a 490 KB summary takes five)."""
+
+
 class TreeMedia:
     css = {"all": ("agent_sessions/tree.css",)}
     js = ("agent_sessions/tree.js",)
@@ -249,7 +253,14 @@ class SessionRecordAdmin(admin.ModelAdmin):
         rest = long_text(unquote(object_id), request.GET, using=router.db_for_read(Message))
         if rest is None:
             raise Http404("no such text")
-        return TemplateResponse(request, "admin/agent_sessions/tree/text.html", {"rest": rest})
+        offset = max(0, _int(request.GET.get("offset")) or 0)
+        chunk = rest[offset : offset + TEXT_STEP]
+        more = len(rest) - offset - len(chunk)
+        query = request.GET.copy()
+        query["offset"] = str(offset + len(chunk))
+        return TemplateResponse(request, "admin/agent_sessions/tree/text.html", {
+            "rest": chunk, "more": more, "more_url": f"{request.path}?{query.urlencode()}",
+        })
 
     def _back(self, request: HttpRequest, session_id: str) -> HttpResponseRedirect:
         fallback = self._url("tree", session_id)

@@ -263,7 +263,7 @@ def tree_context(session_id: str, urls: Urls, *, leaf: str = "", focus: str = ""
 
     overlay_keys = {c.id: key for key, c in overlays}
     entries = [
-        _entry(tree, item, row, urls, leaf_id, windows.get(i), overlays_seq=overlay_keys, links=links)
+        _entry(tree, item, row, urls, leaf_id, windows.get(i), overlays_seq=overlay_keys, links=links, focus=focus)
         for i, item in enumerate(shown)
     ]
     root = path[0].id
@@ -276,7 +276,9 @@ def tree_context(session_id: str, urls: Urls, *, leaf: str = "", focus: str = ""
         bad_time=target.bad_time,
         leaf=tree.nodes[leaf_id],
         focus_id=focus,
-        focus=_focus_view(session_id, tree, focus_node, focus_created, items, overlays, links, record, using=using),
+        focus=None if query else _focus_view(
+            session_id, tree, focus_node, focus_created, items, overlays, links, record, using=using
+        ),
         path_length=len(path),
         path_tokens=path[-1].path_tokens,
         history_length=len(items),
@@ -316,7 +318,7 @@ def _rendered_nodes(item: PathItem, window: tuple[int, int] | None = None) -> tu
 
 
 def _entry(tree: Tree, item: PathItem, row, urls: Urls, leaf_id: str, window: tuple[int, int] | None = None,
-           *, overlays_seq: dict[str, int] | None = None, links: Links | None = None) -> Entry:
+           *, overlays_seq: dict[str, int] | None = None, links: Links | None = None, focus: str = "") -> Entry:
     if item.overlay is None:
         return Entry(row=row(item.nodes[0]))
     overlay = item.overlay
@@ -335,6 +337,7 @@ def _entry(tree: Tree, item: PathItem, row, urls: Urls, leaf_id: str, window: tu
     )
     if item.weight <= INLINE_LIMIT:
         entry.originals = [row(n) for n in item.nodes]
+        entry.opened = any(n.id == focus for n in item.nodes)
     elif window:
         lo, hi = window
         entry.opened = True
@@ -402,7 +405,7 @@ def _page_links(urls: Urls, leaf: str, index: int, count: int) -> list[tuple[int
 
 def _hits(session_id: str, query: str, page: int, tree: Tree, links: Links, *, using: str) -> Hits:
     """A page of the session's messages matching ``query``, best first, with the true total (two queries)."""
-    found = matches(query, using=using, session_id=session_id)
+    found = matches(query, using=using, session_id=session_id, count_only=True)
     pages = max(1, -(-found.count // HITS_PER_PAGE))
     page = min(max(page, 1), pages)
     try:
