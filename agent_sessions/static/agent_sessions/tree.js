@@ -46,10 +46,18 @@
     var box = item.closest("ul");
     box.scrollTop = item.offsetTop - box.offsetTop - box.clientHeight / 2;
   }
+  // A jump by id or time (a GET form, so no #fragment) still lands on the focused message.
+  function showFocus() {
+    var params = new URLSearchParams(location.search);
+    if (location.hash || !(params.has("focus") || params.has("at"))) { return; }
+    var row = document.querySelector("#as-tree li.as-msg.as-focus");
+    if (row) { row.scrollIntoView({ block: "start" }); }
+  }
+  function ready() { showSelectedLeaf(); showFocus(); }
   if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", showSelectedLeaf);
+    document.addEventListener("DOMContentLoaded", ready);
   } else {
-    showSelectedLeaf();
+    ready();
   }
 
   document.addEventListener("click", function (event) {
