@@ -45,8 +45,8 @@ class MessageAdmin(admin.ModelAdmin):
     search_help_text = "Words from message text (full-text, every word must match), or an exact message/session id."
     show_full_result_count = False
     ordering = ("-seq",)
-    fields = ("message_id", "session", "parent_id", "role", "created_at", "tokens", "path_tokens", "depth",
-              "rendered", "raw_json")
+    fields = ("message_id", "session", "parent", "role", "created_at", "tokens", "path_tokens", "depth",
+              "forked_from", "rendered", "raw_json")
     readonly_fields = fields
     Media = TreeMedia
 
@@ -66,6 +66,15 @@ class MessageAdmin(admin.ModelAdmin):
     @admin.display(description="session", ordering="session_id")
     def session(self, obj: Message) -> str:
         return tree_link(obj.session_id, obj.message_id)
+
+    @admin.display(description="parent")
+    def parent(self, obj: Message) -> str:
+        """The parent message on the session's tree page (the path through it), or "root"."""
+        return tree_link(obj.session_id, obj.parent_id, obj.parent_id) if obj.parent_id else "(root)"
+
+    @admin.display(description="forked from")
+    def forked_from(self, obj: Message) -> str:
+        return obj.origin_id or "—"
 
     @admin.display(description="text")
     def text(self, obj: Message) -> str:
@@ -106,10 +115,10 @@ class MessageAdmin(admin.ModelAdmin):
 
 @admin.register(Compaction)
 class CompactionAdmin(admin.ModelAdmin):
-    list_display = ("compaction_id", "session", "from_message_id", "to_message_id", "short_summary", "created_at")
+    list_display = ("compaction_id", "session", "from_message", "to_message", "short_summary", "created_at")
     search_fields = ("=compaction_id", "=session_id", "summary")
-    readonly_fields = ("compaction_id", "session", "from_message_id", "to_message_id", "created_at")
-    fields = ("compaction_id", "session", "from_message_id", "to_message_id", "summary", "created_at")
+    readonly_fields = ("compaction_id", "session", "from_message", "to_message", "created_at")
+    fields = ("compaction_id", "session", "from_message", "to_message", "summary", "created_at")
     ordering = ("-seq",)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -118,6 +127,15 @@ class CompactionAdmin(admin.ModelAdmin):
     @admin.display(description="session", ordering="session_id")
     def session(self, obj: Compaction) -> str:
         return tree_link(obj.session_id, obj.to_message_id)
+
+    @admin.display(description="from message", ordering="from_message_id")
+    def from_message(self, obj: Compaction) -> str:
+        """The range's first message, opened on the tree page (the compacted range opens at it)."""
+        return tree_link(obj.session_id, obj.from_message_id, obj.from_message_id)
+
+    @admin.display(description="to message", ordering="to_message_id")
+    def to_message(self, obj: Compaction) -> str:
+        return tree_link(obj.session_id, obj.to_message_id, obj.to_message_id)
 
     @admin.display(description="summary")
     def short_summary(self, obj: Compaction) -> str:

@@ -54,7 +54,7 @@ def matches(
     using: str,
     column: str = "seq",
     session_id: str | None = None,
-    cap: int = MATCH_CAP,
+    cap: int | None = None,
     count_only: bool = False,
 ) -> Matches:
     """Rows matching ``search_term`` as ``SELECT <column> …`` (``seq`` or ``session_id``), with their count.
@@ -62,6 +62,7 @@ def matches(
     A query the search language refuses (or that can match nothing) gives ``Matches(None)``;
     ``count_only`` skips building the subquery.
     """
+    cap = MATCH_CAP if cap is None else cap
     try:
         terms = query_terms(search_term)
         query = as_query(terms)

@@ -91,9 +91,9 @@ class SessionRecordAdmin(admin.ModelAdmin):
     search_fields = ("id", "name")
     search_help_text = "Session id or name, or words from any message (full-text)."
     raw_id_fields = ("owner",)
-    readonly_fields = ("created_at", "updated_at", "input_tokens", "output_tokens", "estimated_cost")
+    readonly_fields = ("created_at", "updated_at", "input_tokens", "output_tokens", "estimated_cost", "fork_parent")
     fieldsets = (
-        (None, {"fields": ("id", "name", "model", "source", "end_reason", "parent_session_id")}),
+        (None, {"fields": ("id", "name", "model", "source", "end_reason", "parent_session_id", "fork_parent")}),
         ("Usage and ownership", {
             "classes": ("collapse",),
             "fields": ("input_tokens", "output_tokens", "estimated_cost", "owner", "created_at", "updated_at"),
@@ -114,6 +114,14 @@ class SessionRecordAdmin(admin.ModelAdmin):
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple:
         return (*self.readonly_fields, "id") if obj is not None else self.readonly_fields
+
+    @admin.display(description="forked from")
+    def fork_parent(self, obj: SessionRecord) -> str:
+        """The parent session's message tree (sessions made by fork or compact-and-split)."""
+        if not obj.parent_session_id:
+            return "—"
+        return format_html('<a href="{}" data-fork-parent>{}</a>', self._url("tree", obj.parent_session_id),
+                           obj.parent_session_id)
 
     @admin.display(description="messages", ordering="message_count")
     def message_count(self, obj: SessionRecord) -> int:
