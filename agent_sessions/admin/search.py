@@ -21,9 +21,6 @@ from ..search.plan import MESSAGES, Filters
 MATCH_CAP = 100_000
 """Most matching messages one admin search considers; beyond it the page says "more than"."""
 
-_ALIAS = "hit_key"
-
-
 @dataclass(frozen=True)
 class Matches:
     """A search's matching rows as a subquery, and how many there are (``capped`` when more than ``count``)."""
@@ -40,8 +37,9 @@ class Matches:
         return f"{self.count} message{'' if self.count == 1 else 's'} match{'es' if self.count == 1 else ''}"
 
 
-def _compile(cursor, vendor: str, query, column: str, session_id: str | None, limit: int) -> tuple[str, list]:
-    target = replace(MESSAGES, columns=(f"{column} AS {_ALIAS}",))
+def _compile(cursor, vendor: str, query, session_id: str | None, limit: int) -> tuple[str, list]:
+    """The storage's own search SQL, selecting just ``id, session_id`` of each hit (no snippets)."""
+    target = replace(MESSAGES, columns=("id", "session_id"))
     filters = Filters(scope=session_id, limit=limit, snippets=False, scan_rows=scan_rows())
     if vendor == "postgresql":
         return tsquery.compile_query(query, target, filters, conf.pg_text_search_config())
@@ -72,10 +70,17 @@ def matches(
         return Matches(None)
     connection = connections[using]
     with connection.cursor() as cursor:
-        sql, params = _compile(cursor, connection.vendor, query, "seq", session_id, cap + 1)
+        sql, params = _compile(cursor, connection.vendor, query, session_id, cap + 1)
         cursor.execute(f"SELECT COUNT(*) FROM ({sql}) AS counted", params)
         (count,) = cursor.fetchone()
         if count_only:
             return Matches(None, min(count, cap), count > cap)
-        sql, params = _compile(cursor, connection.vendor, query, column, session_id, cap)
-    return Matches(RawSQL(f"SELECT {_ALIAS} FROM ({sql}) AS hits", params), min(count, cap), count > cap)
+        sql, params = _compile(cursor, connection.vendor, query, session_id, cap)
+    if column == "session_id":
+        subquery = f"SELECT hits.session_id FROM ({sql}) AS hits"
+    else:  # the hits' rows by their unique (session_id, id)
+        subquery = (
+            f"SELECT msg.seq FROM {MESSAGES.table} AS msg JOIN ({sql}) AS hits"
+            " ON msg.session_id = hits.session_id AND msg.id = hits.id"
+        )
+    return Matches(RawSQL(subquery, params), min(count, cap), count > cap)
