@@ -90,7 +90,7 @@ def test_jump_to_a_page_and_to_a_time(get, ops):
     at = (OPERATOR_START + 7000 * OPERATOR_STEP).strftime("%Y-%m-%dT%H:%M:%S")
     html = get(f"{URL}/change/", {"leaf": ops["leaf"], "at": at})
     assert 'as-focus" id="msg-m7000"' in html
-    # Before the first message: the root; after the last: an honest note, not a wrong message.
+    # After the last message, or not a time: an honest note, not a wrong message.
     html = get(f"{URL}/change/", {"leaf": ops["leaf"], "at": "2030-01-01T00:00"})
     assert "No message of this path at or after" in html
     html = get(f"{URL}/change/", {"leaf": ops["leaf"], "at": "not a time"})
@@ -113,6 +113,13 @@ def test_a_message_in_the_4000_range_opens_the_range_at_it(get, ops):
     assert f'href="/admin/agent_sessions/compaction/{seq}/change/" data-context="compaction"' in html
     # The huge summary is cut in the page (about 490 KB stored).
     assert 'class="as-text as-summary as-clipped"' in block and "point 8999" not in html
+
+
+def test_old_style_links_to_a_compacted_message_land_on_it(get, ops):
+    """Links made as ``?leaf=<id>#msg-<id>`` (message search, compaction records) open the range at the message."""
+    html = get(f"{URL}/tree/", {"leaf": f"m{NEEDLE_AT}"})
+    assert f'<code data-stat="leaf">{ops["leaf"]}</code>' in html
+    assert 'as-focus" id="msg-m2345"' in html and '<details class="as-originals" open>' in html
 
 
 def test_search_in_the_session_has_true_totals_and_pages(get, admin_client, ops):
