@@ -77,7 +77,7 @@ def test_matches_counts_honestly_beyond_the_cap(many_sessions):
     assert found.capped and found.count == 100 and found.label == "more than 100 messages match"
     exact = matches("timeout", using="default", session_id="s001")
     assert not exact.capped and exact.count == 3 and exact.label == "3 messages match"
-    assert matches("", using="default").subquery is None
+    assert not matches("", using="default").valid
     assert matches('"unterminated', using="default").count == 0
 
 

@@ -96,9 +96,9 @@ class MessageAdmin(admin.ModelAdmin):
         """Exact ids, plus full-text hits across every session (storage.orm.search)."""
         results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
         if search_term.strip():
-            found = text_matches(request, search_term, "seq")
-            if found.subquery is not None:
-                results = results | queryset.filter(seq__in=found.subquery)
+            found = text_matches(request, search_term)
+            if found.keys:
+                results = results | queryset.filter(found.messages())
         return results, may_have_duplicates
 
     def delete_model(self, request: HttpRequest, obj: Message) -> None:

@@ -24,9 +24,9 @@ from .search import Matches, matches
 from .tree_page import FRAGMENT_LIMIT, Urls, fragment_context, tree_context
 
 
-def text_matches(request: HttpRequest, search_term: str, column: str) -> Matches:
-    """Full-text matches of a changelist search box, announced on the page with their true count."""
-    found = matches(search_term, using=router.db_for_read(Message), column=column)
+def text_matches(request: HttpRequest, search_term: str) -> Matches:
+    """Full-text matches of a changelist search box (a warning on the page when there are more than the cap)."""
+    found = matches(search_term, using=router.db_for_read(Message))
     if found.capped:
         messages.warning(request, f"Full-text search: {found.label}; refine the query to see them all.")
     return found
@@ -145,9 +145,9 @@ class SessionRecordAdmin(admin.ModelAdmin):
         """Name/id matches plus sessions having a message with every word (FTS5 / tsvector)."""
         results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
         if search_term.strip():
-            found = text_matches(request, search_term, "session_id")
-            if found.subquery is not None:
-                results = results | queryset.filter(pk__in=found.subquery)
+            found = text_matches(request, search_term)
+            if found.keys:
+                results = results | queryset.filter(found.sessions())
         return results, may_have_duplicates
 
     # ── actions ─────────────────────────────────────────────────────

@@ -405,7 +405,7 @@ def _page_links(urls: Urls, leaf: str, index: int, count: int) -> list[tuple[int
 
 def _hits(session_id: str, query: str, page: int, tree: Tree, links: Links, *, using: str) -> Hits:
     """A page of the session's messages matching ``query``, best first, with the true total (two queries)."""
-    found = matches(query, using=using, session_id=session_id, count_only=True)
+    found = matches(query, using=using, session_id=session_id)
     pages = max(1, -(-found.count // HITS_PER_PAGE))
     page = min(max(page, 1), pages)
     try:
