@@ -19,6 +19,10 @@ __all__ = ["OpenAICompatibleSummarizer", "SummarizerError", "extractive_summariz
 
 _SECTIONS = ("Topic", "Key Points", "Current State", "Open Items")
 _DEFAULT_BUDGET = 200
+MAX_SUMMARY_TOKENS = 2_000
+"""Hard ceiling of an extractive summary, whatever budget the prompt asks for (a 4,000-message range asks for tens
+of thousands): a summary is read by people in the admin and by the model on every turn."""
+_SECTION_LINES = 5
 _SENTENCE_CHARS = 200
 _LEAD_MIN_CHARS = 40
 _TOOL_NAME = re.compile(r"^\[Tool: (.*)\]$")
@@ -118,7 +122,8 @@ def extractive_summarizer(prompt: str) -> str:
     """Deterministic, network-free summary of a compaction prompt, for demos and tests.
 
     Takes the first sentence of each quoted message, fills the four sections and drops the
-    oldest key points until the result fits the prompt's ``~N tokens`` target.
+    oldest key points until the result fits the prompt's ``~N tokens`` target, capped at
+    :data:`MAX_SUMMARY_TOKENS` however long the range.
     """
     previous = _summary_sections(_between(prompt, "<previous_summary>", "</previous_summary>") or "")
     conversation = _between(prompt, "<conversation>", "</conversation>")
@@ -136,10 +141,30 @@ def extractive_summarizer(prompt: str) -> str:
         "Current State": state or previous.get("Current State") or ["- (unknown)"],
         "Open Items": _unique(questions) or ["- None noted."],
     }
-    budget = _budget(prompt)
-    while len(sections["Key Points"]) > 1 and estimate_string_tokens(_render(sections)) > budget:
-        sections["Key Points"] = sections["Key Points"][1:]
-    return _render(sections)
+    for name in ("Topic", "Current State", "Open Items"):
+        sections[name] = sections[name][-_SECTION_LINES:] if name == "Open Items" else sections[name][:_SECTION_LINES]
+    return _fit(sections, min(_budget(prompt), MAX_SUMMARY_TOKENS))
+
+
+def _fit(sections: dict[str, list[str]], budget: int) -> str:
+    """Render with as many of the newest key points as fit ``budget`` (at least one); a note counts the rest."""
+    points = sections["Key Points"]
+
+    def render(kept: int) -> str:
+        dropped = len(points) - kept
+        note = [f"- ({dropped} earlier point{'s' if dropped > 1 else ''} omitted)"] if dropped else []
+        return _render({**sections, "Key Points": note + points[len(points) - kept :]})
+
+    low, high = 1, len(points)  # binary search: the largest count that fits (one point always stays)
+    if estimate_string_tokens(render(high)) <= budget:
+        return render(high)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if estimate_string_tokens(render(middle)) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return render(low)
 
 
 # ── OpenAI-compatible (Chat Completions) summariser ────────────────────────

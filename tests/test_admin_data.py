@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 
 from agent_sessions import Session
-from agent_sessions.models import Compaction, Message, SessionRecord
+from agent_sessions.models import Compaction, ContextBlockRecord, Message, SessionRecord
 from agent_sessions.tokens import estimate_one_message_tokens
 from agent_sessions.types import text_content
 
@@ -78,3 +79,99 @@ def big_session(session_id: str, *, total: int = 10_000, branches: int = 10, bra
     Compaction.objects.create(compaction_id="big-short", session_id=session_id, summary="Short tail summary.",
                               from_message_id=f"m{main_len - 30}", to_message_id=f"m{main_len - 20}")
     return {"main_len": main_len, "leaf": f"m{main_len - 1}", "forks": [f.message_id for f in forks]}
+
+
+# ── The operator's 10,000-message session (issue 18) ─────────────────────────────────────────────
+OPERATOR_START = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
+OPERATOR_STEP = timedelta(seconds=30)
+SIDE_BRANCHES = (  # (fork point on the main path, branch length): 12 branches at 11 points -> 13 leaves
+    (50, 20), (500, 6), (2000, 40), (4500, 80), (5000, 12), (6000, 30), (7000, 50), (8000, 8), (8500, 25),
+    (9100, 60), (9400, 15), (9400, 34),
+)
+OPERATOR_TOTAL = 10_000
+OPERATOR_MAIN = OPERATOR_TOTAL - sum(n for _, n in SIDE_BRANCHES)
+BIG_RANGE = (100, 4099)  # 4,000 messages compacted
+SMALL_RANGE = (9000, 9029)
+NEEDLE_AT = 2345  # the only message saying "zebracrossing" (inside the big range)
+UMBRELLA_EVERY = 34  # main-path messages with i % 34 == 0 mention "umbrella"
+LONG_EVERY = 7
+
+
+def _operator_body(i: int, prefix: str) -> list[dict]:
+    """Deterministic parts for message ``i``: long texts, Japanese, tool calls (some failing), needles."""
+    words = [f"{prefix}{i} notes on the rail timetable and the weather in Kyoto."]
+    if i % UMBRELLA_EVERY == 0 and prefix == "m":
+        words.append("Bring an umbrella.")
+    if i == NEEDLE_AT and prefix == "m":
+        words.append("The zebracrossing near the station was closed.")
+    if i % 13 == 0:
+        words.append("京都の天気は雨です。傘を持って行きましょう。")
+    if i % LONG_EVERY == 0:
+        filler = " ".join(f"Paragraph {k} of a long answer about timetables, delays and platforms." for k in range(70))
+        words.append(filler * (1 + i % 2))  # 4-8 KB
+    parts: list[dict] = [{"type": "text", "text": " ".join(words)}]
+    if i % 11 == 5:
+        failed = i % 22 == 5
+        tool = {"type": "tool-lookup_timetable", "toolCallId": f"call-{prefix}{i}",
+                "input": {"line": "JR Nara", "n": i}}
+        if failed:
+            tool.update(state="output-error", errorText="TimeoutError upstream after 30s")
+        else:
+            tool.update(state="output-available", output={"departures": ["09:01", "09:16"], "delay_min": i % 9})
+        parts.append(tool)
+    return parts
+
+
+def _operator_row(session_id: str, mid: str, parent: str | None, role: str, parts: list[dict], depth: int,
+                  path_tokens: int, when: datetime) -> Message:
+    message = {"id": mid, "role": role, "parts": parts}
+    tokens = estimate_one_message_tokens(message)
+    return Message(message_id=mid, session_id=session_id, parent_id=parent, role=role,
+                   content=json.dumps(message, ensure_ascii=False, separators=(",", ":")),
+                   text_content=text_content(message), depth=depth, tokens=tokens,
+                   path_tokens=path_tokens + tokens, created_at=when)
+
+
+def operator_session(session_id: str = "ops") -> dict:
+    """10,000 messages: a 9,620-deep main path, 12 side branches (13 leaves, 11 branch points), overlays over
+    m100..m4099 (4,000 messages) and m9000..m9029, tool calls (some failed), 4-8 KB texts, Japanese, a frozen
+    system prompt and context blocks. Side branches are inserted first, so the main path's end is the latest leaf."""
+    SessionRecord.objects.create(id=session_id, name="Operator debugging", model="gpt-ops", source="support",
+                                 parent_session_id="ops-origin")
+    main: list[Message] = []
+    parent, tokens = None, 0
+    for i in range(OPERATOR_MAIN):
+        role = "user" if i % 2 == 0 else "assistant"
+        row = _operator_row(session_id, f"m{i}", parent, role, _operator_body(i, "m"), i + 1, tokens,
+                            OPERATOR_START + i * OPERATOR_STEP)
+        main.append(row)
+        parent, tokens = row.message_id, row.path_tokens
+    side: list[Message] = []
+    for k, (at, length) in enumerate(SIDE_BRANCHES):
+        fork = main[at]
+        parent, tokens = fork.message_id, fork.path_tokens
+        for j in range(length):
+            role = "assistant" if j % 2 == 0 else "user"
+            when = fork.created_at + timedelta(seconds=1 + j)
+            row = _operator_row(session_id, f"b{k}-{j}", parent, role, _operator_body(j, f"b{k}-"), at + 2 + j,
+                                tokens, when)
+            side.append(row)
+            parent, tokens = row.message_id, row.path_tokens
+    Message.objects.bulk_create(side, batch_size=500)
+    Message.objects.bulk_create(main, batch_size=500)
+    points = "\n".join(f"- point {k}: delays on the JR Nara line were discussed." for k in range(9000))  # ~490 KB
+    Compaction.objects.create(compaction_id="ops-big", session_id=session_id, from_message_id=f"m{BIG_RANGE[0]}",
+                              to_message_id=f"m{BIG_RANGE[1]}",
+                              summary="## Topic\n- Rail timetables in Kyoto.\n\n## Key Points\n" + points)
+    Compaction.objects.create(compaction_id="ops-small", session_id=session_id, summary="Short tail summary.",
+                              from_message_id=f"m{SMALL_RANGE[0]}", to_message_id=f"m{SMALL_RANGE[1]}")
+    prompt = "\n".join(["═" * 46, "SOUL [readonly]", "═" * 46, "You are a careful rail assistant.", "",
+                         "═" * 46, "MEMORY (Learned facts) [writable]", "═" * 46, "User prefers the JR line."])
+    frozen = OPERATOR_START - timedelta(minutes=5)
+    memory_written = main[5000].created_at
+    ContextBlockRecord.objects.create(label=f"_system_prompt_{session_id}", content=prompt, updated_at=frozen)
+    ContextBlockRecord.objects.create(label=f"soul_{session_id}", content="You are a careful rail assistant.",
+                                      updated_at=frozen)
+    ContextBlockRecord.objects.create(label=f"memory_{session_id}", content="User prefers the JR line. " * 200,
+                                      updated_at=memory_written)
+    return {"main_len": OPERATOR_MAIN, "leaf": f"m{OPERATOR_MAIN - 1}", "memory_written": memory_written}

@@ -13,7 +13,12 @@ from django.test import override_settings
 
 from agent_sessions.compaction import build_summary_prompt, create_compact_function
 from agent_sessions.exceptions import AgentSessionsError
-from agent_sessions.summarizers import OpenAICompatibleSummarizer, SummarizerError, extractive_summarizer
+from agent_sessions.summarizers import (
+    MAX_SUMMARY_TOKENS,
+    OpenAICompatibleSummarizer,
+    SummarizerError,
+    extractive_summarizer,
+)
 from agent_sessions.tokens import estimate_string_tokens
 
 SECTIONS = ["## Topic", "## Key Points", "## Current State", "## Open Items"]
@@ -93,6 +98,17 @@ def test_extractive_respects_the_budget_by_dropping_the_oldest_points():
     assert estimate_string_tokens(summary) <= 120
     assert "Point number 39" in summary and "- user: Point number 1 is" not in summary
     assert all(s in summary for s in SECTIONS)
+
+
+def test_extractive_is_bounded_whatever_the_range():
+    body = "Kyoto trains run late tonight. " + "The upstream service answered slowly again. " * 180  # ~8 KB
+    messages = [text(f"m{i}", "user" if i % 2 == 0 else "assistant", f"Turn {i}. {body}") for i in range(4_000)]
+    prompt = build_summary_prompt(messages, None, 10**6)  # the range asks for far more than a summary should be
+    summary = extractive_summarizer(prompt)
+    assert 1_000 < estimate_string_tokens(summary) <= MAX_SUMMARY_TOKENS
+    assert len(summary) < 12_000
+    assert "- user: Turn 3998." in summary and "- user: Turn 0." not in summary
+    assert "earlier points omitted)" in summary and all(s in summary for s in SECTIONS)
 
 
 def test_extractive_handles_a_plain_prompt_and_an_empty_one():

@@ -7,6 +7,7 @@ from typing import Any
 from urllib.parse import quote as url_quote
 from urllib.parse import urlencode
 
+from django import forms
 from django.contrib import admin
 from django.contrib.admin.utils import quote
 from django.db.models import QuerySet
@@ -19,9 +20,7 @@ from django.utils.text import Truncator
 from ..models import Compaction, CompactionJob, ContextBlockRecord, Message, SearchEntry
 from ..storage.orm import DjangoSessionProvider
 from .parts import part_views
-from .sessions import TreeMedia, message_hits
-
-"""Search hits shown by the message changelist's search box."""
+from .sessions import TreeMedia, text_matches
 
 
 def tree_link(session_id: str, focus: str | None = None, label: str | None = None) -> str:
@@ -46,8 +45,8 @@ class MessageAdmin(admin.ModelAdmin):
     search_help_text = "Words from message text (full-text, every word must match), or an exact message/session id."
     show_full_result_count = False
     ordering = ("-seq",)
-    fields = ("message_id", "session_link", "parent_id", "role", "created_at", "tokens", "path_tokens", "depth",
-              "rendered", "raw_json")
+    fields = ("message_id", "session_link", "parent", "role", "created_at", "tokens", "path_tokens", "depth",
+              "forked_from", "rendered", "raw_json")
     readonly_fields = fields
     Media = TreeMedia
 
@@ -67,6 +66,15 @@ class MessageAdmin(admin.ModelAdmin):
     @admin.display(description="session", ordering="session_id")
     def session_link(self, obj: Message) -> str:
         return tree_link(obj.session_id, obj.message_id)
+
+    @admin.display(description="parent")
+    def parent(self, obj: Message) -> str:
+        """The parent message on the session's tree page (the path through it), or "root"."""
+        return tree_link(obj.session_id, obj.parent_id, obj.parent_id) if obj.parent_id else "(root)"
+
+    @admin.display(description="forked from")
+    def forked_from(self, obj: Message) -> str:
+        return obj.origin_id or "—"
 
     @admin.display(description="text")
     def text(self, obj: Message) -> str:
@@ -88,7 +96,9 @@ class MessageAdmin(admin.ModelAdmin):
         """Exact ids, plus full-text hits across every session (storage.orm.search)."""
         results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
         if search_term.strip():
-            results = results | queryset.filter(seq__in=message_hits(search_term).order_by().values("seq"))
+            found = text_matches(request, search_term)
+            if found.keys:
+                results = results | queryset.filter(found.messages())
         return results, may_have_duplicates
 
     def delete_model(self, request: HttpRequest, obj: Message) -> None:
@@ -105,10 +115,10 @@ class MessageAdmin(admin.ModelAdmin):
 
 @admin.register(Compaction)
 class CompactionAdmin(admin.ModelAdmin):
-    list_display = ("compaction_id", "session_link", "from_message_id", "to_message_id", "short_summary", "created_at")
+    list_display = ("compaction_id", "session_link", "from_message", "to_message", "short_summary", "created_at")
     search_fields = ("=compaction_id", "=session__id", "summary")
-    readonly_fields = ("compaction_id", "session_link", "from_message_id", "to_message_id", "created_at")
-    fields = ("compaction_id", "session_link", "from_message_id", "to_message_id", "summary", "created_at")
+    readonly_fields = ("compaction_id", "session_link", "from_message", "to_message", "created_at")
+    fields = ("compaction_id", "session_link", "from_message", "to_message", "summary", "created_at")
     ordering = ("-seq",)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -117,6 +127,15 @@ class CompactionAdmin(admin.ModelAdmin):
     @admin.display(description="session", ordering="session_id")
     def session_link(self, obj: Compaction) -> str:
         return tree_link(obj.session_id, obj.to_message_id)
+
+    @admin.display(description="from message", ordering="from_message_id")
+    def from_message(self, obj: Compaction) -> str:
+        """The range's first message, opened on the tree page (the compacted range opens at it)."""
+        return tree_link(obj.session_id, obj.from_message_id, obj.from_message_id)
+
+    @admin.display(description="to message", ordering="to_message_id")
+    def to_message(self, obj: Compaction) -> str:
+        return tree_link(obj.session_id, obj.to_message_id, obj.to_message_id)
 
     @admin.display(description="summary")
     def short_summary(self, obj: Compaction) -> str:
@@ -128,6 +147,16 @@ class ContextBlockAdmin(admin.ModelAdmin):
     list_display = ("label", "short_content", "size", "updated_at")
     search_fields = ("label", "content")
     ordering = ("label",)
+
+    def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        """The label is a one-line key, not a textarea."""
+        if db_field.name == "label":
+            kwargs["widget"] = forms.TextInput(attrs={"class": "vTextField"})
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple:
+        """The label is the primary key: editing it would copy the block under a new key, so it is fixed once saved."""
+        return ("label", *super().get_readonly_fields(request, obj)) if obj is not None else ()
 
     @admin.display(description="content")
     def short_content(self, obj: ContextBlockRecord) -> str:

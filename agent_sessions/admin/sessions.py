@@ -17,19 +17,18 @@ from django.utils.html import format_html
 
 from ..exceptions import AgentSessionsError
 from ..models import Compaction, CompactionJob, Message, SessionRecord
-from ..storage import backends
 from . import export, hooks
-from .tree_page import Urls, fragment_context, tree_context
+from .long_text import long_text
+from .search import Matches, matches
+from .tree_page import FRAGMENT_LIMIT, Urls, fragment_context, tree_context
 
 
-def message_hits(search_term: str) -> QuerySet:
-    """Messages matching a changelist search box, in any session (none when this database cannot search)."""
-    using = router.db_for_read(Message)
-    try:
-        backends.for_alias(using)
-    except AgentSessionsError:
-        return Message.objects.none()
-    return Message.objects.using(using).search(search_term)
+def text_matches(request: HttpRequest, search_term: str) -> Matches:
+    """Full-text matches of a changelist search box (a warning on the page when there are more than the cap)."""
+    found = matches(search_term, using=router.db_for_read(Message))
+    if found.capped:
+        messages.warning(request, f"Full-text search: {found.label}; refine the query to see them all.")
+    return found
 
 
 def compaction_state_subquery() -> Subquery:
@@ -55,6 +54,18 @@ class CompactionStateFilter(admin.SimpleListFilter):
         return queryset
 
 
+def _int(value: str | None) -> int | None:
+    """A page number from the query string (None when absent or not a number)."""
+    try:
+        return int(value) if value else None
+    except ValueError:
+        return None
+
+
+TEXT_STEP = 100_000
+"""Characters of a long text one "show all" step loads (a 490 KB summary takes five)."""
+
+
 class TreeMedia:
     css = {"all": ("agent_sessions/tree.css",)}
     js = ("agent_sessions/tree.js",)
@@ -70,9 +81,9 @@ class SessionRecordAdmin(admin.ModelAdmin):
     search_fields = ("id", "name")
     search_help_text = "Session id or name, or words from any message (full-text)."
     raw_id_fields = ("owner",)
-    readonly_fields = ("created_at", "updated_at", "input_tokens", "output_tokens", "estimated_cost")
+    readonly_fields = ("created_at", "updated_at", "input_tokens", "output_tokens", "estimated_cost", "fork_parent")
     fieldsets = (
-        (None, {"fields": ("id", "name", "model", "source", "end_reason", "parent_session_id")}),
+        (None, {"fields": ("id", "name", "model", "source", "end_reason", "parent_session_id", "fork_parent")}),
         ("Usage and ownership", {
             "classes": ("collapse",),
             "fields": ("input_tokens", "output_tokens", "estimated_cost", "owner", "created_at", "updated_at"),
@@ -103,6 +114,14 @@ class SessionRecordAdmin(admin.ModelAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple:
         return (*self.readonly_fields, "id") if obj is not None else self.readonly_fields
 
+    @admin.display(description="forked from")
+    def fork_parent(self, obj: SessionRecord) -> str:
+        """The parent session's message tree (sessions made by fork or compact-and-split)."""
+        if not obj.parent_session_id:
+            return "—"
+        return format_html('<a href="{}" data-fork-parent>{}</a>', self._url("tree", obj.parent_session_id),
+                           obj.parent_session_id)
+
     @admin.display(description="messages", ordering="message_count")
     def message_count(self, obj: SessionRecord) -> int:
         """Kept by database triggers (every writer's messages count), so no subquery per row."""
@@ -126,7 +145,9 @@ class SessionRecordAdmin(admin.ModelAdmin):
         """Name/id matches plus sessions having a message with every word (FTS5 / tsvector)."""
         results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
         if search_term.strip():
-            results = results | queryset.filter(pk__in=message_hits(search_term).order_by().values("session_id"))
+            found = text_matches(request, search_term)
+            if found.keys:
+                results = results | queryset.filter(found.sessions())
         return results, may_have_duplicates
 
     # ── actions ─────────────────────────────────────────────────────
@@ -155,6 +176,7 @@ class SessionRecordAdmin(admin.ModelAdmin):
         return [
             path("<path:object_id>/tree/", wrap(self.tree_view), name=f"{prefix}_tree"),
             path("<path:object_id>/tree/fragment/", wrap(self.fragment_view), name=f"{prefix}_tree_fragment"),
+            path("<path:object_id>/tree/text/", wrap(self.text_view), name=f"{prefix}_tree_text"),
             path("<path:object_id>/compact/", wrap(self.compact_view), name=f"{prefix}_compact"),
             path("<path:object_id>/fork/", wrap(self.fork_view), name=f"{prefix}_fork"),
             path("<path:object_id>/export/", wrap(self.export_view), name=f"{prefix}_export"),
@@ -165,14 +187,19 @@ class SessionRecordAdmin(admin.ModelAdmin):
         return reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_{name}", args=[quote(session_id)],
                        current_app=self.admin_site.name)
 
-    def _tree_context(self, request: HttpRequest, session_id: str, page_url: str) -> dict:
-        urls = Urls(page=page_url, fragment=self._url("tree_fragment", session_id))
-        try:
-            page = int(request.GET["page"]) if "page" in request.GET else None
-        except ValueError:
-            page = None
-        context = tree_context(session_id, urls, focus=request.GET.get("leaf") or None, page=page,
-                               using=router.db_for_read(Message))
+    def _urls(self, session_id: str, page_url: str) -> Urls:
+        compaction = reverse("admin:agent_sessions_compaction_change", args=["0"], current_app=self.admin_site.name)
+        return Urls(page=page_url, fragment=self._url("tree_fragment", session_id),
+                    text=self._url("tree_text", session_id), compaction=compaction.replace("/0/", "/{}/"))
+
+    def _tree_context(self, request: HttpRequest, session_id: str, page_url: str, record: Any = None) -> dict:
+        urls = self._urls(session_id, page_url)
+        get = request.GET
+        context = tree_context(
+            session_id, urls, leaf=get.get("leaf", "").strip(), focus=get.get("focus", "").strip(),
+            at=get.get("at", ""), page=_int(get.get("page")), query=get.get("q", "").strip(),
+            hits_page=_int(get.get("hits")) or 1, record=record, using=router.db_for_read(Message),
+        )
         context.update(
             session_id=session_id,
             compact_url=self._url("compact", session_id),
@@ -188,7 +215,7 @@ class SessionRecordAdmin(admin.ModelAdmin):
     def render_change_form(self, request: HttpRequest, context: dict, add: bool = False, change: bool = False,
                            form_url: str = "", obj: Any = None) -> HttpResponse:
         if obj is not None and not add:
-            context["as_tree"] = self._tree_context(request, obj.pk, request.path)
+            context["as_tree"] = self._tree_context(request, obj.pk, request.path, obj)
         return super().render_change_form(request, context, add, change, form_url, obj)
 
     def _require(self, request: HttpRequest, permission: str) -> None:
@@ -207,7 +234,7 @@ class SessionRecordAdmin(admin.ModelAdmin):
             "subtitle": session_id,
             "original": record,
             "media": self.media,
-            "as_tree": self._tree_context(request, session_id, request.path),
+            "as_tree": self._tree_context(request, session_id, request.path, record),
         }
         return TemplateResponse(request, "admin/agent_sessions/sessionrecord/tree.html", context)
 
@@ -218,15 +245,30 @@ class SessionRecordAdmin(admin.ModelAdmin):
         node = request.GET.get("node")
         if not node:
             raise Http404("node is required")
-        urls = Urls(page=self._url("tree", session_id), fragment=self._url("tree_fragment", session_id))
+        urls = self._urls(session_id, self._url("tree", session_id))
         context = fragment_context(
             session_id, urls, start=node, toward=request.GET.get("toward", ""), until=request.GET.get("until", ""),
-            using=router.db_for_read(Message),
+            using=router.db_for_read(Message), limit=_int(request.GET.get("n")) or FRAGMENT_LIMIT,
         )
         if context.get("missing"):
             raise Http404("no such message")
         context.update(can_fork=self.has_add_permission(request))
         return TemplateResponse(request, "admin/agent_sessions/tree/fragment.html", context)
+
+    def text_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The rest of a long text the page cut: a message part's field, a summary, or a context block."""
+        self._require(request, "view")
+        rest = long_text(unquote(object_id), request.GET, using=router.db_for_read(Message))
+        if rest is None:
+            raise Http404("no such text")
+        offset = max(0, _int(request.GET.get("offset")) or 0)
+        chunk = rest[offset : offset + TEXT_STEP]
+        more = len(rest) - offset - len(chunk)
+        query = request.GET.copy()
+        query["offset"] = str(offset + len(chunk))
+        return TemplateResponse(request, "admin/agent_sessions/tree/text.html", {
+            "rest": chunk, "more": more, "more_url": f"{request.path}?{query.urlencode()}",
+        })
 
     def _back(self, request: HttpRequest, session_id: str) -> HttpResponseRedirect:
         fallback = self._url("tree", session_id)
@@ -265,6 +307,8 @@ class SessionRecordAdmin(admin.ModelAdmin):
         session_id = unquote(object_id)
         leaf = request.GET.get("leaf")
         if leaf:
+            if not Message.objects.filter(session_id=session_id, message_id=leaf).exists():
+                raise Http404("no such message in this session")
             return JsonResponse(export.history_document(session_id, leaf), json_dumps_params={"ensure_ascii": False})
         record = SessionRecord.objects.filter(pk=session_id).first()
         if record is None and not Message.objects.filter(session_id=session_id).exists():

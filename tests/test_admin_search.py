@@ -1,0 +1,100 @@
+"""Changelist search boxes count every match (no silent cap) and paginate; records link to each other."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from agent_sessions.admin.search import matches
+from agent_sessions.models import Compaction, Message, SessionRecord
+from agent_sessions.types import text_content
+from tests.test_admin_data import branched_session
+
+pytestmark = pytest.mark.django_db
+
+BASE = "/admin/agent_sessions"
+
+
+def _rows(session_id: str, texts: list[str]) -> list[Message]:
+    out = []
+    for i, body in enumerate(texts):
+        message = {"id": f"{session_id}-{i}", "role": "user", "parts": [{"type": "text", "text": body}]}
+        out.append(
+            Message(
+                message_id=message["id"],
+                session_id=session_id,
+                parent_id=None,
+                role="user",
+                content=json.dumps(message),
+                text_content=text_content(message),
+                depth=1,
+                tokens=5,
+                path_tokens=5,
+            )
+        )
+    return out
+
+
+@pytest.fixture
+def many_sessions():
+    """210 sessions with 3 "timeout" messages each (630 hits, more than the old 500-hit cap), 5 without."""
+    SessionRecord.objects.bulk_create([SessionRecord(id=f"s{k:03d}", name=f"Session {k}") for k in range(215)])
+    rows = []
+    for k in range(210):
+        rows += _rows(f"s{k:03d}", [f"upstream timeout number {j} in session {k}" for j in range(3)])
+    for k in range(210, 215):
+        rows += _rows(f"s{k:03d}", ["all calm here"])
+    Message.objects.bulk_create(rows, batch_size=500)
+
+
+def result_count(html: str) -> int:
+    return int(re.search(r"(\d+) results?", html).group(1))
+
+
+def test_session_search_lists_every_matching_session(admin_client, many_sessions):
+    html = admin_client.get(f"{BASE}/sessionrecord/", {"q": "timeout"}).content.decode()
+    assert result_count(html) == 210
+    listed = set()
+    for p in (1, 2, 3):
+        page = admin_client.get(f"{BASE}/sessionrecord/", {"q": "timeout", "p": p}).content.decode()
+        listed |= set(re.findall(r"/sessionrecord/(s\d{3})/change/", page))
+    assert listed == {f"s{k:03d}" for k in range(210)}
+
+
+def test_message_search_counts_and_pages_every_hit(admin_client, many_sessions):
+    html = admin_client.get(f"{BASE}/message/", {"q": "timeout"}).content.decode()
+    assert result_count(html) == 630
+    assert html.count('class="field-message_id"') == 100  # one page of the changelist
+    last = admin_client.get(f"{BASE}/message/", {"q": "timeout", "p": 7}).content.decode()
+    assert last.count('class="field-message_id"') == 30
+    assert result_count(admin_client.get(f"{BASE}/message/", {"q": "timeout session 7"}).content.decode()) == 3
+
+
+def test_matches_counts_honestly_beyond_the_cap(many_sessions):
+    found = matches("timeout", using="default", cap=100)
+    assert found.capped and found.count == 100 and found.label == "more than 100 messages match"
+    exact = matches("timeout", using="default", session_id="s001")
+    assert not exact.capped and exact.count == 3 and exact.label == "3 messages match"
+    assert not matches("", using="default").valid
+    assert matches('"unterminated', using="default").count == 0
+
+
+def test_capped_search_says_so_on_the_page(admin_client, many_sessions, monkeypatch):
+    monkeypatch.setattr("agent_sessions.admin.search.MATCH_CAP", 100)
+    html = admin_client.get(f"{BASE}/message/", {"q": "timeout"}).content.decode()
+    assert "more than 100 messages match; refine the query to see them all." in html
+
+
+def test_records_link_to_each_other(admin_client, db):
+    branched_session("chat-1")
+    SessionRecord.objects.create(id="chat-2", name="Fork", parent_session_id="chat-1")
+    html = admin_client.get(f"{BASE}/sessionrecord/chat-2/change/").content.decode()
+    assert 'href="/admin/agent_sessions/sessionrecord/chat-1/tree/" data-fork-parent' in html
+    a3 = Message.objects.get(session_id="chat-1", message_id="a3")
+    html = admin_client.get(f"{BASE}/message/{a3.pk}/change/").content.decode()
+    assert 'href="/admin/agent_sessions/sessionrecord/chat-1/tree/?leaf=u3#msg-u3">u3</a>' in html
+    overlay = Compaction.objects.get(session_id="chat-1")
+    html = admin_client.get(f"{BASE}/compaction/{overlay.pk}/change/").content.decode()
+    assert 'tree/?leaf=u1#msg-u1">u1</a>' in html and 'tree/?leaf=a1#msg-a1">a1</a>' in html
