@@ -27,12 +27,25 @@ MAX_TERMS = 64
 """Atoms kept per query (after de-duplication); later ones are ignored."""
 
 SHORT_CJK = 3
-"""CJK terms shorter than this (in characters) cannot use a trigram index."""
+"""Unspaced-script (CJK, Thai, …) terms shorter than this (in characters) cannot use a trigram index."""
 
-# Scripts written without spaces between words: searched by substring.
+# Scripts written without spaces between words, searched by substring (a word index would
+# only find whole runs between punctuation).  The one place that decides which text that is;
+# "CJK" in names elsewhere means any of these.  Scripts that put spaces (or a word separator)
+# between words (Sundanese, Ethiopic, Vai) stay on the stemmed word index.  Tibetan marks
+# syllables (tsheg), not words, so it is substring-searched too.
 _CJK = re.compile(
     "["
+    "\u0e00-\u0e7f"  # Thai
+    "\u0e80-\u0eff"  # Lao
+    "\u0f00-\u0fff"  # Tibetan
+    "\u1000-\u109f"  # Myanmar (Burmese, Shan, Mon)
     "\u1100-\u11ff"  # Hangul Jamo
+    "\u1780-\u17ff\u19e0-\u19ff"  # Khmer, Khmer symbols
+    "\u1950-\u197f"  # Tai Le
+    "\u1980-\u19df"  # New Tai Lue
+    "\u1a00-\u1aaf"  # Buginese, Tai Tham (Lanna)
+    "\u1b00-\u1b7f"  # Balinese
     "\u2e80-\u2fdf"  # CJK radicals
     "\u3005-\u3007\u3021-\u3029\u3031-\u3035\u303b\u303c"  # 々〆〇, Suzhou numerals, kana repeat marks
     "\u3040-\u30ff"  # Hiragana, Katakana
@@ -40,7 +53,11 @@ _CJK = re.compile(
     "\u31f0-\u31ff"  # Katakana phonetic extensions
     "\u3400-\u4dbf"  # CJK extension A
     "\u4e00-\u9fff"  # CJK unified ideographs
+    "\ua000-\ua4cf"  # Yi syllables and radicals
     "\ua960-\ua97f\uac00-\ud7ff"  # Hangul syllables and Jamo extensions
+    "\ua980-\ua9df"  # Javanese
+    "\ua9e0-\ua9ff\uaa60-\uaa7f"  # Myanmar extensions B and A
+    "\uaa80-\uaadf"  # Tai Viet
     "\uf900-\ufaff"  # CJK compatibility ideographs
     "\uff66-\uff9f"  # half-width Katakana
     "\U00020000-\U0003134f"  # CJK extensions B–G
@@ -53,7 +70,7 @@ class SearchQueryError(ValueError):
 
 
 def is_cjk(text: str) -> bool:
-    """True when ``text`` contains a character of a script written without spaces."""
+    """True when ``text`` contains a character of a script written without spaces (CJK, Thai, Khmer, …)."""
     return _CJK.search(text) is not None
 
 
@@ -76,7 +93,7 @@ class Term:
 
     @property
     def caseless(self) -> bool:
-        """No character has case (pure CJK): substring tests need no case folding."""
+        """No character has case (pure CJK, Thai, …): substring tests need no case folding."""
         return self.text.lower() == self.text.upper()
 
     @property
