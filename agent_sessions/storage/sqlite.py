@@ -135,3 +135,34 @@ def reserve_write(cursor) -> None:
     busy timeout.  A write that changes nothing, issued first, waits like any other.
     """
     cursor.execute("UPDATE assistant_sessions SET id = id WHERE 1 = 0")
+
+
+def _fts_sql(fts: str, table: str, columns: tuple[str, ...], tokenize: str) -> list[str]:
+    """(Re)create an external-content FTS5 index over ``columns`` of ``table``, its triggers, and fill it."""
+    cols = ", ".join(columns)
+    new = ", ".join(f"new.{c}" for c in columns)
+    old = ", ".join(f"old.{c}" for c in columns)
+    return [
+        *(f"DROP TRIGGER IF EXISTS {fts}_{suffix}" for suffix in ("ai", "ad", "au")),
+        f"DROP TABLE IF EXISTS {fts}",
+        f"CREATE VIRTUAL TABLE {fts} USING fts5({cols}, content='{table}', content_rowid='seq', tokenize='{tokenize}')",
+        f"CREATE TRIGGER {fts}_ai AFTER INSERT ON {table} BEGIN "
+        f"INSERT INTO {fts}(rowid, {cols}) VALUES (new.seq, {new}); END",
+        f"CREATE TRIGGER {fts}_ad AFTER DELETE ON {table} BEGIN "
+        f"INSERT INTO {fts}({fts}, rowid, {cols}) VALUES ('delete', old.seq, {old}); END",
+        f"CREATE TRIGGER {fts}_au AFTER UPDATE OF {cols} ON {table} BEGIN "
+        f"INSERT INTO {fts}({fts}, rowid, {cols}) VALUES ('delete', old.seq, {old}); "
+        f"INSERT INTO {fts}(rowid, {cols}) VALUES (new.seq, {new}); END",
+        f"INSERT INTO {fts}({fts}) VALUES ('rebuild')",
+    ]
+
+
+TOOL_TEXT_ADD = ["ALTER TABLE assistant_messages ADD COLUMN tool_text TEXT NOT NULL DEFAULT ''"]
+TOOL_TEXT_DROP = ["ALTER TABLE assistant_messages DROP COLUMN tool_text"]
+
+
+def tool_text_index_sql(*, with_tool_text: bool = True) -> list[str]:
+    """The message FTS5 indexes over ``text_content`` and ``tool_text`` (or ``text_content`` alone, to undo)."""
+    m = plan.MESSAGES
+    columns = (m.text, m.extra) if with_tool_text else (m.text,)
+    return [*_fts_sql(m.fts, m.table, columns, "porter unicode61"), *_fts_sql(m.trigram, m.table, columns, "trigram")]
