@@ -19,7 +19,7 @@ DEFAULTS: dict[str, Any] = {
     "MAX_JSON_DEPTH": 64,
     # Rows scanned (newest first, per scope) when no index can answer a query (CJK words under 3 characters).
     "SEARCH_SCAN_ROWS": 50_000,
-    # Characters of a message's tool inputs, outputs, errors and reasoning kept for search.
+    # Characters of a message's tool errors, inputs, outputs and reasoning kept for search.
     "SEARCH_TOOL_TEXT_CHARS": 32_768,
     # Sessions a SessionManager keeps built in memory (least recently used are dropped).
     "SESSION_CACHE_SIZE": 1_000,

@@ -190,9 +190,10 @@ def _tool_values(parts: list) -> list[Any]:
             values.append(part.get("text", part.get("reasoning")))
         elif kind == "tool-invocation" and isinstance(part.get("toolInvocation"), dict):
             holder = part["toolInvocation"]
-            values += [holder.get("args", holder.get("input")), holder.get("result", holder.get("output"))]
+            values += [holder.get("args", holder.get("input")), holder.get("result", holder.get("output"))]  # legacy
         elif isinstance(kind, str) and (kind.startswith("tool-") or kind == "dynamic-tool" or "toolCallId" in part):
-            values += [part.get("input"), part.get("output", part.get("result")), part.get("errorText")]
+            # The error and the input first: a long output is what the length bound cuts.
+            values += [part.get("errorText"), part.get("input"), part.get("output", part.get("result"))]
     return values
 
 

@@ -127,6 +127,11 @@ def reserve_write(cursor) -> None:
     """Nothing to do: Postgres writers wait on row and advisory locks by themselves."""
 
 
+# Substring terms are in scripts written without spaces (never ASCII), so only tool text
+# with a non-ASCII character needs the trigram index: a partial index, whose predicate the
+# substring test repeats (see search.tsquery) so the planner can use it.
+NON_ASCII_TOOL_TEXT = "octet_length(tool_text) <> char_length(tool_text)"
+
 TOOL_TEXT_ADD = ["ALTER TABLE assistant_messages ADD COLUMN IF NOT EXISTS tool_text text NOT NULL DEFAULT ''"]
 TOOL_TEXT_DROP = ["ALTER TABLE assistant_messages DROP COLUMN IF EXISTS tool_text"]
 DROP_MESSAGE_TSV = [
@@ -153,7 +158,7 @@ def tool_text_index_sql(*, with_tool_text: bool = True) -> list[str]:
     if with_tool_text:
         statements.append(
             "CREATE INDEX IF NOT EXISTS idx_assistant_msg_tool_trgm ON assistant_messages "
-            "USING GIN (tool_text gin_trgm_ops)"
+            f"USING GIN (tool_text gin_trgm_ops) WHERE {NON_ASCII_TOOL_TEXT}"
         )
     else:
         statements.insert(0, "DROP INDEX IF EXISTS idx_assistant_msg_tool_trgm")
