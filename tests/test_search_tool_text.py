@@ -149,3 +149,18 @@ def test_tool_text_is_bounded_and_skips_json_syntax(settings):
     assert len(text) == 50 and text.startswith("x\nalpha") and "{" not in text
     settings.AGENT_SESSIONS_SEARCH_TOOL_TEXT_CHARS = 0
     assert tool_text(message) == ""
+
+
+def test_indexes_stay_consistent_through_updates_and_deletes(session):
+    session.append_message(tool_msg("ascii", "fetch", "c1", {"q": "x"}, "plain ascii output"))
+    session.append_message(tool_msg("thai", "fetch", "c2", {"q": "y"}, "ผลลัพธ์ภาษาไทย"))
+    session.update_message(tool_msg("ascii", "fetch", "c1", {"q": "x"}, "ตอนนี้มีภาษาไทยแล้ว"))
+    session.update_message(tool_msg("thai", "fetch", "c2", {"q": "y"}, "ascii again"))
+    assert ids(session.search("ภาษาไทย")) == {"ascii"}
+    assert ids(session.search("ascii again")) == {"thai"}
+    session.delete_messages(["ascii"])
+    assert ids(session.search("ภาษาไทย")) == set()
+    if connection.vendor == "sqlite":
+        with connection.cursor() as cursor:
+            for table in ("assistant_fts", "assistant_fts_trigram"):
+                cursor.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
