@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from .models import Compaction, Message
-from .overlays import visible_overlays
+from .overlays import applied_ranges
 from .tokens import estimate_string_tokens
 from .types import StoredCompaction
 
@@ -162,18 +162,13 @@ class PathItem:
 
 def path_items(path: Sequence[Node], compactions: Iterable[StoredCompaction]) -> list[PathItem]:
     """The path as ``get_history`` sees it: each visible overlay's range folded into one item."""
-    chosen = visible_overlays([n.id for n in path], compactions)
     items: list[PathItem] = []
     i = 0
-    while i < len(path):
-        hit = chosen.get(i)
-        if hit is None:
-            items.append(PathItem((path[i],)))
-            i += 1
-        else:
-            end, overlay = hit
-            items.append(PathItem(tuple(path[i : end + 1]), overlay))
-            i = end + 1
+    for start, end, overlay in applied_ranges([n.id for n in path], compactions):
+        items.extend(PathItem((node,)) for node in path[i:start])
+        items.append(PathItem(tuple(path[start : end + 1]), overlay))
+        i = end + 1
+    items.extend(PathItem((node,)) for node in path[i:])
     return items
 
 

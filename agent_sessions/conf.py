@@ -19,6 +19,8 @@ DEFAULTS: dict[str, Any] = {
     "MAX_JSON_DEPTH": 64,
     # Rows scanned (newest first, per scope) when no index can answer a query (CJK words under 3 characters).
     "SEARCH_SCAN_ROWS": 50_000,
+    # Characters of a message's tool errors, inputs, outputs and reasoning kept for search.
+    "SEARCH_TOOL_TEXT_CHARS": 32_768,
     # Sessions a SessionManager keeps built in memory (least recently used are dropped).
     "SESSION_CACHE_SIZE": 1_000,
     # Guard against parent cycles written by foreign writers (not a depth cap
@@ -152,6 +154,11 @@ def api_key_touch_seconds() -> float:
 def search_scan_rows() -> int:
     """Bound of the unindexed substring scan used for short CJK search terms."""
     return max(1, int(get("SEARCH_SCAN_ROWS")))
+
+
+def search_tool_text_chars() -> int:
+    """How much of a message's tool and reasoning text is indexed (0 turns it off)."""
+    return max(0, int(get("SEARCH_TOOL_TEXT_CHARS")))
 
 
 def session_cache_size() -> int:

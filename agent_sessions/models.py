@@ -49,6 +49,8 @@ class Message(models.Model):
     role = models.TextField()
     content = models.TextField(help_text="The UIMessage as JSON.")
     text_content = models.TextField(default="", db_default="", blank=True)
+    # Tool inputs/outputs/errors and reasoning, searched below text_content (foreign writers leave '').
+    tool_text = models.TextField(default="", db_default="", blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_default=Now())
     # Extras a foreign writer may leave NULL; readers fall back to a path walk.
     depth = models.IntegerField(null=True, blank=True, help_text="1 for a root.")

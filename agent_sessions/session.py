@@ -55,6 +55,7 @@ class Session(ContextMixin, CompactionMixin, ToolResultMixin):
         self._storage = storage
         self._using: str | None = getattr(storage, "_using", None)
         self._session_id: str | None = None
+        self._provider_answers_bool = False  # set once a custom provider's append returns a bool
         self._init_context(list(context or []), prompt_store)
         self._init_compaction(token_counter=token_counter, on_compaction_error=on_compaction_error)
 
@@ -104,13 +105,29 @@ class Session(ContextMixin, CompactionMixin, ToolResultMixin):
         if self._is_orm:
             outcome = self._storage.append_message_stats(message, parent_id)
         else:
-            validate_message(message)
-            args = (message,) if parent_id is OMITTED else (message, parent_id)
-            result = self._call("append_message", *args)
-            outcome = AppendOutcome(inserted=result if isinstance(result, bool) else True)
+            outcome = self._append_custom(message, parent_id)
         if outcome.inserted:
             self._after_append(outcome, message)
         return outcome.inserted
+
+    def _append_custom(self, message: dict, parent_id: Any) -> AppendOutcome:
+        """Append through a custom provider, keeping the duplicate-id contract for any provider.
+
+        A provider answering with a bool is trusted (it dedupes itself); one answering
+        anything else (None, as the seed's providers do) gets a ``get_message`` check
+        first, so a known id returns False and the provider is not called again
+        (a provider without ``get_message`` cannot be checked).
+        """
+        validate_message(message)
+        known = not self._provider_answers_bool and hasattr(self._storage, "get_message")
+        if known and self._call("get_message", message["id"]) is not None:
+            return AppendOutcome(inserted=False)
+        args = (message,) if parent_id is OMITTED else (message, parent_id)
+        result = self._call("append_message", *args)
+        if isinstance(result, bool):
+            self._provider_answers_bool = True
+            return AppendOutcome(inserted=result)
+        return AppendOutcome(inserted=True)
 
     def update_message(self, message: dict) -> Any:
         """Replace a stored message (matched by id); search is re-indexed."""

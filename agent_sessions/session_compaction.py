@@ -425,8 +425,10 @@ def _visible_at(
 ) -> StoredCompaction | None:
     """The overlay that shows at a path node ending overlays: the outermost (newest on ties).
 
-    Raises ``_Irregular`` when another overlay could win under the read rules (a newer one
-    with the same start ending inside the range, or one starting earlier and ending inside).
+    This is the read rule of :mod:`agent_sessions.overlays` seen from the leaf: the deepest
+    end on the path reaches furthest, so overlays with the same start ending inside the
+    range lose to it.  Raises ``_Irregular`` when one starting earlier ends inside the
+    range (a crossing pair only the root-first walk resolves).
     """
     end = rows[end_id]
 
@@ -450,8 +452,6 @@ def _visible_at(
         o_end_depth = o_end.depth if o_end is not None else None
         if o_end_depth is None or not first <= o_end_depth <= last:
             continue
-        newer_same_start = other.from_message_id == chosen.from_message_id and order[other.id] > order[chosen.id]
-        earlier_start = o_start is not None and o_start.depth is not None and o_start.depth < first
-        if (newer_same_start and other.to_message_id != end_id) or earlier_start:
+        if o_start is not None and o_start.depth is not None and o_start.depth < first:
             raise _Irregular
     return chosen

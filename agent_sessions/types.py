@@ -159,5 +159,63 @@ def text_content(message: dict) -> str:
     return "\n".join(texts).replace("\x00", " ")
 
 
+def tool_text(message: dict) -> str:
+    """Secondary search text: tool inputs, outputs and errors and reasoning, joined by newlines.
+
+    Kept apart from :func:`text_content` (which foreign writers fill with the text parts
+    only) and ranked below it.  Structured values contribute their string and number
+    leaves, not JSON syntax, so ``{"error": "TimeoutError upstream"}`` indexes as words.
+    Bounded by ``AGENT_SESSIONS_SEARCH_TOOL_TEXT_CHARS``.
+    """
+    budget = conf.search_tool_text_chars()
+    chunks: list[str] = []
+    size = 0
+    for value in _tool_values(message.get("parts") or []):
+        for leaf in _leaves(value):
+            if size >= budget:
+                break
+            chunks.append(leaf)
+            size += len(leaf) + 1
+    return "\n".join(chunks)[:budget].replace("\x00", " ")
+
+
+def _tool_values(parts: list) -> list[Any]:
+    """The searchable values of reasoning and tool parts (current and legacy shapes)."""
+    values: list[Any] = []
+    for part in parts:
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("type")
+        if kind == "reasoning":
+            values.append(part.get("text", part.get("reasoning")))
+        elif kind == "tool-invocation" and isinstance(part.get("toolInvocation"), dict):
+            holder = part["toolInvocation"]
+            values += [holder.get("args", holder.get("input")), holder.get("result", holder.get("output"))]  # legacy
+        elif isinstance(kind, str) and (kind.startswith("tool-") or kind == "dynamic-tool" or "toolCallId" in part):
+            # The error and the input first: a long output is what the length bound cuts.
+            values += [part.get("errorText"), part.get("input"), part.get("output", part.get("result"))]
+    return values
+
+
+def _leaves(value: Any) -> list[str]:
+    """String and number leaves of a JSON value, in document order, without recursion."""
+    out: list[str] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if item.strip():
+                out.append(item)
+        elif isinstance(item, bool) or item is None:
+            continue
+        elif isinstance(item, (int, float)):
+            out.append(str(item))
+        elif isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, (list, tuple)):
+            stack.extend(reversed(item))
+    return out
+
+
 def is_finite_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

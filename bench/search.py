@@ -107,17 +107,17 @@ def _median(fn: Callable[[], Any], rounds: int) -> float:
 _SQLITE_RAW = {
     "english": (
         "SELECT m.id, m.role, m.text_content, m.created_at, m.session_id, "
-        "snippet(assistant_fts, 0, '**', '**', '…', 12) FROM assistant_messages m "
+        "snippet(assistant_fts, -1, '**', '**', '…', 12) FROM assistant_messages m "
         "JOIN assistant_fts ON assistant_fts.rowid = m.seq WHERE assistant_fts MATCH ? "
-        "ORDER BY bm25(assistant_fts), m.seq LIMIT 20",
+        "ORDER BY bm25(assistant_fts, 1.0, 0.25), m.seq LIMIT 20",
         # deploying/deployment stem apart in Porter (deploi/deploy): match both spellings.
         ['("deploying" OR "deployness") AND ("friday")'],
     ),
     "japanese": (
         "SELECT m.id, m.role, m.text_content, m.created_at, m.session_id, "
-        "snippet(assistant_fts_trigram, 0, '**', '**', '…', 32) FROM assistant_messages m "
+        "snippet(assistant_fts_trigram, -1, '**', '**', '…', 32) FROM assistant_messages m "
         "JOIN assistant_fts_trigram ON assistant_fts_trigram.rowid = m.seq WHERE assistant_fts_trigram MATCH ? "
-        "ORDER BY bm25(assistant_fts_trigram), m.seq LIMIT 20",
+        "ORDER BY bm25(assistant_fts_trigram, 1.0, 0.25), m.seq LIMIT 20",
         ['"デプロイ"'],
     ),
     "japanese_2_chars": (

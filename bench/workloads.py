@@ -15,7 +15,7 @@ from agent_sessions.manager import SessionManager
 from agent_sessions.session import Session
 from agent_sessions.storage import orm
 from agent_sessions.tokens import estimate_one_message_tokens
-from agent_sessions.types import dump_message, text_content
+from agent_sessions.types import dump_message, text_content, tool_text
 
 from .harness import Result, median_of, per_op_medians, timed
 
@@ -59,8 +59,8 @@ class Raw:
     def append(self, session_id: str, m: dict) -> None:
         """Auto-parented append: the same INSERT … SELECT (and, on Postgres, lock) ours issues."""
         tokens = estimate_one_message_tokens(m)
-        params = [m["id"], session_id, m["role"], dump_message(m), text_content(m), self.now(), tokens,
-                  tokens, tokens, *orm.latest_leaf_params(session_id)]
+        params = [m["id"], session_id, m["role"], dump_message(m), text_content(m), tool_text(m), self.now(),
+                  tokens, tokens, tokens, *orm.latest_leaf_params(session_id)]
         statement = orm._INSERT.format(parent=orm._LATEST_LEAF)
         if self.vendor == "postgresql":
             # The lock and the insert in one simple-protocol query: one implicit transaction.

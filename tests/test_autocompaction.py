@@ -465,7 +465,9 @@ def test_fast_estimate_matches_the_history_in_tree_shapes(session):
 def test_fast_estimate_falls_back_when_overlays_overlap_irregularly(session):
     chain(session, 12)
     session.add_compaction("long", "m2", "m9")
-    session.add_compaction("newer but shorter", "m2", "m5")  # the newer one wins on read
+    session.add_compaction("newer but shorter", "m2", "m5")  # the longer one still wins on read
+    assert fast(session) == full(session)
+    session.add_compaction("crossing", "m1", "m4")  # starts earlier, ends inside: only the full read resolves it
     assert fast(session) is None
     assert session._estimate_tokens() == full(session)
 

@@ -425,5 +425,5 @@ def test_tool_with_async_function():
     )
     assert tool.execute(text="hi") == "HI"
     assert asyncio.run(tool.aexecute(text="hi")) == "HI"
-    assert tool.execute() == "Error: missing required argument 'text'"
-    assert tool.execute(text="hi", extra="ignored") == "HI"
+    assert tool.execute() == "Error: missing required argument 'text'; valid: text"
+    assert tool.execute(text="hi", extra="no") == "Error: unknown argument 'extra'; valid: text"

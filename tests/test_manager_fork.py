@@ -132,6 +132,7 @@ def test_fork_query_count_does_not_grow_with_the_path(manager, n):
     with CaptureQueriesContext(connection) as ctx:
         forked = manager.fork(s, f"m{n - 1}", "Fork")
     # Source row, savepoint, session insert, one path CTE, multi-row INSERTs (≥ 50 rows each even
-    # under SQLite's 999-parameter cap), overlays read, release: never a query per message.
-    assert len(ctx.captured_queries) <= 7 + math.ceil(n / 50)
+    # under SQLite's 999-parameter cap), overlays read, namespaced blocks and entries read, release:
+    # never a query per message.
+    assert len(ctx.captured_queries) <= 9 + math.ceil(n / 50)
     assert manager.get_session(forked.id).get_path_length() == n

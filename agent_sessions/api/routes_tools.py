@@ -63,7 +63,5 @@ def execute_tool(request: HttpRequest, session_id: str, name: str, payload: Tool
         raise not_found("tool")
     if _has_nul(payload.arguments):
         raise ApiError(422, "invalid_arguments", "Tool arguments must not contain NUL characters.")
-    declared = tool.parameters.get("properties") or {}
-    # Undeclared keys are dropped (as Tool.validate would), and never collide with execute()'s own parameters.
-    arguments = {k: v for k, v in payload.arguments.items() if k in declared}
-    return {"name": name, "result": tool.execute(**arguments)}
+    # Undeclared keys reach Tool.validate, which answers "Error: unknown argument(s) …" and runs nothing.
+    return {"name": name, "result": tool.execute(**payload.arguments)}

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import conf
+from ..overlays import applied_ranges
 from ..types import COMPACTION_PREFIX
 
 LOAD_TOOL = "load_context"
@@ -75,11 +76,7 @@ def _windows(session: Any) -> Iterator[list[dict]]:
     if not stats:
         return
     position = {s.id: i for i, s in enumerate(stats)}
-    covered: list[tuple[int, int]] = []
-    for overlay in session.get_compactions():
-        start, end = position.get(overlay.from_message_id), position.get(overlay.to_message_id)
-        if start is not None and end is not None and start <= end:
-            covered.append((start, end))
+    covered = [(start, end) for start, end, _ in applied_ranges([s.id for s in stats], session.get_compactions())]
 
     def visible(message: dict) -> bool:
         index = position.get(message.get("id"))

@@ -211,7 +211,9 @@ class SessionManager(RecordingBuilder):
         """Copy the path ending at ``at_message_id`` into a new session (``parent_session_id=session_id``).
 
         Copies get new ids; :meth:`fork_mapping` maps originals to copies.  The
-        fork inherits model and source.  Unknown session → SessionNotFound;
+        fork inherits model and source, the session's namespaced context blocks and
+        search entries as they are now, and its frozen prompt (byte-identical, so a
+        prompt cache still hits).  Unknown session → SessionNotFound;
         a message not in it → ValueError (nothing is created either way).
         """
         source = records.fetch_or_raise(self.using, session_id)
@@ -225,6 +227,7 @@ class SessionManager(RecordingBuilder):
             )
             if not forking.copy_path(self._provider(session_id), row.id, at_message_id):
                 raise ValueError(f"message {at_message_id!r} is not in session {session_id!r}")
+            records.copy_namespaced(self.using, session_id, row.id, prompt=True)
         return records.to_info(row)
 
     def fork_mapping(self, fork_session_id: str) -> dict[str, str]:
@@ -247,7 +250,10 @@ class SessionManager(RecordingBuilder):
 
         The continuation inherits name (unless given), model and source, and has
         ``parent_session_id=session_id``; its first message is an assistant
-        message ``"[Context from previous session]\\n\\n" + summary``.
+        message ``"[Context from previous session]\\n\\n" + summary``.  Namespaced
+        context blocks (memory) and search entries are copied; the frozen prompt is
+        not, so the new session renders one from the copied blocks on first use.
+        Skills loaded in the old transcript are not loaded in the new one.
         """
         if not isinstance(summary, str):
             raise TypeError("summary must be a string")
@@ -263,6 +269,9 @@ class SessionManager(RecordingBuilder):
             )
             text = {"type": "text", "text": SPLIT_PREFIX + summary}
             self._provider(row.id).append_message({"id": uuid.uuid4().hex, "role": "assistant", "parts": [text]}, None)
+            # Blocks carry over; the prompt does not: the summary replaces the transcript in which
+            # writes made after freezing were visible, so the new session renders its own on first use.
+            records.copy_namespaced(self.using, session_id, row.id, prompt=False)
         return records.to_info(row)
 
     # ── usage ───────────────────────────────────────────────────────

@@ -37,6 +37,7 @@ def copy_path(source: DjangoSessionProvider, target_session_id: str, at_message_
                 "role": row["role"],
                 "content": dump_message(message),
                 "text_content": row["text_content"],
+                "tool_text": row["tool_text"],
                 "created_at": row["created_at"],
                 "depth": depth,
                 "tokens": tokens,

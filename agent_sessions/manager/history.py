@@ -15,8 +15,12 @@ HISTORY_DESCRIPTION = "Cross-session conversation history"
 
 
 def format_results(results: list[SearchResult]) -> str:
-    """``[role] content`` blocks separated by ``---``, as the seed renders them."""
-    return "\n---\n".join(f"[{r.role}] {r.content}" for r in results)
+    """``[role] content`` blocks separated by ``---``, as the seed renders them.
+
+    A hit with no text parts (found in a tool call's input, output or error) shows its
+    snippet instead, so the model sees why it matched.
+    """
+    return "\n---\n".join(f"[{r.role}] {r.content if r.content.strip() else (r.snippet or '')}" for r in results)
 
 
 def session_search_tool(search: Callable[..., list[SearchResult]]) -> Tool:

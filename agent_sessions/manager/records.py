@@ -12,6 +12,7 @@ from django.db.models.functions import Right
 
 from ..exceptions import AgentSessionsError
 from ..models import Compaction, CompactionJob, ContextBlockRecord, Message, SearchEntry, SessionRecord
+from ..session_context import PROMPT_KEY
 from ..storage import backends
 from ..types import SessionInfo
 from . import clock
@@ -96,6 +97,36 @@ def _namespaced(model: type, using: str, session_id: str):
     """Rows of a label-keyed table whose label ends with ``_<session id>`` (exact, case-sensitive)."""
     suffix = f"_{session_id}"
     return model.objects.using(using).alias(tail=Right("label", len(suffix))).filter(tail=suffix)
+
+
+def copy_namespaced(using: str, source_id: str, target_id: str, *, prompt: bool) -> None:
+    """Copy the source session's namespaced context blocks and search entries to ``target_id``.
+
+    Labels ``<label>_<source id>`` become ``<label>_<target id>``; contents and timestamps
+    are kept.  The stored prompt (``_system_prompt_<source id>``) is copied only with
+    ``prompt=True``.  Call inside a transaction, after the target's first writes.
+    """
+    if not source_id:
+        return  # the default namespace has no suffix to rewrite
+    old, new = f"_{source_id}", f"_{target_id}"
+    stored_prompt = f"{PROMPT_KEY}{old}"
+    blocks = [
+        ContextBlockRecord(label=row.label[: -len(old)] + new, content=row.content, updated_at=row.updated_at)
+        for row in _namespaced(ContextBlockRecord, using, source_id).order_by("label")
+        if prompt or row.label != stored_prompt
+    ]
+    ContextBlockRecord.objects.using(using).bulk_create(blocks)
+    entries = [
+        SearchEntry(
+            label=row.label[: -len(old)] + new,
+            key=row.key,
+            content=row.content,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+        )
+        for row in _namespaced(SearchEntry, using, source_id).order_by("seq")
+    ]
+    SearchEntry.objects.using(using).bulk_create(entries)
 
 
 def purge(using: str, session_id: str) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.db import DatabaseError
 
-from .plan import RANK_TYPE, Filters, Split, Target, occurrences_sql, scope_source, split
+from .plan import EXTRA_WEIGHT, RANK_TYPE, Filters, Split, Target, occurrences_sql, scope_source, snippet_columns, split
 from .query import AnyOf, Query, Term
 from .snippet import ELLIPSIS, START, STOP
 
@@ -88,6 +88,18 @@ def _contains(text_col: str, term: Term) -> str:
     return f"instr({text_col}, %s) > 0" if term.caseless else f"instr(lower({text_col}), lower(%s)) > 0"
 
 
+def _contains_any(target: Target, term: Term, params: list) -> str:
+    """``term`` is a substring of the text column or of the ``extra`` one (binds into ``params``)."""
+    columns = [f"COALESCE(m.{c}, {EMPTY})" for c in (target.text, target.extra) if c]
+    params.extend([term.text] * len(columns))
+    return "(" + " OR ".join(_contains(c, term) for c in columns) + ")"
+
+
+def _bm25(table: str, target: Target) -> str:
+    """FTS5 rank of a row; a match in the ``extra`` column counts ``EXTRA_WEIGHT`` of one in the text."""
+    return f"bm25({table}, 1.0, {EXTRA_WEIGHT})" if target.extra else f"bm25({table})"
+
+
 def _other_group(group: AnyOf, target: Target, params: list, variants: Variants) -> str:
     """A mixed group: one IN over both indexes, or per-term tests when a term is short."""
     words = [t for t in group.terms if not t.cjk]
@@ -102,8 +114,7 @@ def _other_group(group: AnyOf, target: Target, params: list, variants: Variants)
         params.append(_any(subs, {}))
     tests = [f"m.seq IN ({' UNION '.join(selects)})"] if selects else []
     for term in short:
-        tests.append(_contains(f"m.{target.text}", term))
-        params.append(term.text)
+        tests.append(_contains_any(target, term, params))
     return "(" + " OR ".join(tests) + ")"
 
 
@@ -124,11 +135,13 @@ def compile_query(cursor, query: Query, target: Target, filters: Filters) -> tup
     select_params: list = []
     if filters.snippets and (word_expr or sub_expr):
         table, tokens = (target.fts, 12) if word_expr else (target.trigram, 32)
-        snippet = f"snippet({table}, 0, %s, %s, %s, {tokens})"
+        column = -1 if target.extra else 0  # -1: the column that matched best
+        snippet = f"snippet({table}, {column}, %s, %s, %s, {tokens})"
         select_params += [START, STOP, ELLIPSIS]
     else:
         snippet = "NULL"
     columns = ", ".join(f"m.{c}" for c in target.columns)
+    after_snippet = snippet_columns(target, filters, "m.")
 
     from_params: list = []
     where_params: list = []
@@ -150,11 +163,10 @@ def compile_query(cursor, query: Query, target: Target, filters: Filters) -> tup
         where.append(f"m.seq NOT IN (SELECT rowid FROM {target.fts} WHERE {target.fts} MATCH %s)")
         where_params.append(_any(parts.excluded_words, variants))
     for term in parts.excluded_substrings:
-        where.append(f"NOT {_contains(f'COALESCE(m.{target.text}, {EMPTY})', term)}")
-        where_params.append(term.text)
+        where.append(f"NOT {_contains_any(target, term, where_params)}")
 
     order, order_params = [], []
-    ranks = [f"bm25({t})" for t, used in ((target.fts, word_expr), (target.trigram, sub_expr)) if used]
+    ranks = [_bm25(t, target) for t, used in ((target.fts, word_expr), (target.trigram, sub_expr)) if used]
     needles = [t for t in query.terms if t.cjk]
     if ranks:
         order.append(" + ".join(ranks))
@@ -172,7 +184,7 @@ def compile_query(cursor, query: Query, target: Target, filters: Filters) -> tup
             select_params += [n.text for n in needles for _ in range(2)]
 
     sql = (
-        f"SELECT {columns}, {snippet} FROM {source}"
+        f"SELECT {columns}, {snippet}{after_snippet} FROM {source}"
         + (" WHERE " + " AND ".join(where) if where else "")
         + " ORDER BY "
         + ", ".join(order)

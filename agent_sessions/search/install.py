@@ -1,8 +1,11 @@
-"""Migration operations for substring (CJK) search: trigram indexes per vendor."""
+"""Migration operations of search: trigram indexes (substring search), the indexed tool text column."""
 
 from __future__ import annotations
 
+import json
+
 from ..storage import backends
+from ..types import tool_text
 
 _VENDORS = ("sqlite", "postgresql")
 
@@ -21,3 +24,67 @@ def uninstall_trigram(apps, schema_editor) -> None:
     if vendor in _VENDORS:
         for statement in backends.for_vendor(vendor).TRIGRAM_UNINSTALL:
             schema_editor.execute(statement)
+
+
+def install_tool_text(apps, schema_editor) -> None:
+    """Add ``assistant_messages.tool_text``, fill it from the stored messages, and index it for search."""
+    vendor = schema_editor.connection.vendor
+    if vendor not in _VENDORS:
+        schema_editor.execute("ALTER TABLE assistant_messages ADD COLUMN tool_text TEXT DEFAULT '' NOT NULL")
+        return
+    backend = backends.for_vendor(vendor)
+    for statement in backend.TOOL_TEXT_ADD + getattr(backend, "DROP_MESSAGE_TSV", []):
+        schema_editor.execute(statement)
+    with schema_editor.connection.cursor() as cursor:
+        backfill_tool_text(cursor)
+    for statement in backend.tool_text_index_sql():
+        schema_editor.execute(statement)
+
+
+def uninstall_tool_text(apps, schema_editor) -> None:
+    """Reverse of :func:`install_tool_text`: text-only indexes again, then drop the column."""
+    vendor = schema_editor.connection.vendor
+    if vendor not in _VENDORS:
+        schema_editor.execute("ALTER TABLE assistant_messages DROP COLUMN tool_text")
+        return
+    backend = backends.for_vendor(vendor)
+    statements = getattr(backend, "DROP_MESSAGE_TSV", []) + backend.tool_text_index_sql(with_tool_text=False)
+    for statement in statements + backend.TOOL_TEXT_DROP:
+        schema_editor.execute(statement)
+
+
+_BACKFILL_BATCH = 2_000
+
+
+def backfill_tool_text(cursor) -> int:
+    """Set ``tool_text`` of every stored message that has tool or reasoning parts; returns rows updated.
+
+    Walks the table by ``seq`` in batches, so memory stays bounded on a large table.
+    """
+    updated, last = 0, -1
+    while True:
+        cursor.execute(
+            "SELECT seq, content FROM assistant_messages WHERE seq > %s ORDER BY seq LIMIT %s", [last, _BACKFILL_BATCH]
+        )
+        rows = cursor.fetchall()
+        if not rows:
+            return updated
+        changes = []
+        for seq, content in rows:
+            text = _tool_text_of(content)
+            if text:
+                changes.append([text, seq])
+        if changes:
+            cursor.executemany("UPDATE assistant_messages SET tool_text = %s WHERE seq = %s", changes)
+            updated += len(changes)
+        last = rows[-1][0]
+
+
+def _tool_text_of(content: object) -> str:
+    if not isinstance(content, str) or ("tool" not in content and "reasoning" not in content):
+        return ""  # cheap pre-check: most rows are plain text
+    try:
+        message = json.loads(content)
+    except ValueError:
+        return ""
+    return tool_text(message) if isinstance(message, dict) else ""

@@ -21,6 +21,7 @@ class Target:
     trigram: str = ""  # SQLite: the trigram FTS5 table
     tsv: str = "content_tsv"  # Postgres: the generated tsvector column
     has_role: bool = False
+    extra: str = ""  # a second, lower-ranked text column searched with ``text`` (messages: tool_text)
 
 
 MESSAGES = Target(
@@ -31,6 +32,7 @@ MESSAGES = Target(
     fts="assistant_fts",
     trigram="assistant_fts_trigram",
     has_role=True,
+    extra="tool_text",
 )
 ENTRIES = Target(
     table="cf_agents_search_entries",
@@ -40,6 +42,10 @@ ENTRIES = Target(
     fts="cf_agents_search_fts",
     trigram="cf_agents_search_fts_trigram",
 )
+
+
+EXTRA_WEIGHT = 0.25
+"""Rank weight of a match in a target's ``extra`` column (tool text) relative to one in ``text`` (1.0)."""
 
 
 @dataclass(frozen=True)
@@ -107,8 +113,17 @@ def occurrences_sql(text_col: str, needles: list[Term], greatest: str) -> str:
     return " + ".join(parts)
 
 
+def snippet_columns(target: Target, filters: Filters, alias: str) -> str:
+    """What a compiler selects after the snippet: the ``extra`` text, for Python-made excerpts."""
+    return f", {alias}{target.extra}" if target.extra and filters.snippets else ""
+
+
 def finish(rows: list[tuple], query: Query, target: Target, filters: Filters) -> list[tuple]:
-    """Rows with the snippet column completed (or dropped when not asked for)."""
+    """Rows with the snippet column completed (or dropped when not asked for).
+
+    A hit found only in the ``extra`` column (tool text) gets its excerpt from there,
+    so the snippet shows why it matched; the row's text column stays as stored.
+    """
     if not filters.snippets:
         return [tuple(r[: len(target.columns)]) for r in rows]
     text_at = target.columns.index(target.text)
@@ -117,8 +132,12 @@ def finish(rows: list[tuple], query: Query, target: Target, filters: Filters) ->
     out = []
     for row in rows:
         *cols, made = row[: len(target.columns) + 1]
+        extra = row[len(target.columns) + 1] if target.extra else ""
         if made is None:
-            made = snippets.excerpt(cols[text_at] or "", needles)
+            text = cols[text_at] or ""
+            if extra and not snippets.contains_any(text, needles) and snippets.contains_any(extra, needles):
+                text = extra
+            made = snippets.excerpt(text, needles)
         elif cjk:
             made = snippets.mark_outside(made, cjk)
         out.append((*cols, made))

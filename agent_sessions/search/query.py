@@ -27,25 +27,49 @@ MAX_TERMS = 64
 """Atoms kept per query (after de-duplication); later ones are ignored."""
 
 SHORT_CJK = 3
-"""CJK terms shorter than this (in characters) cannot use a trigram index."""
+"""Unspaced-script (CJK, Thai, …) terms shorter than this (in characters) cannot use a trigram index."""
 
-# Scripts written without spaces between words: searched by substring.
-_CJK = re.compile(
-    "["
-    "\u1100-\u11ff"  # Hangul Jamo
-    "\u2e80-\u2fdf"  # CJK radicals
-    "\u3005-\u3007\u3021-\u3029\u3031-\u3035\u303b\u303c"  # 々〆〇, Suzhou numerals, kana repeat marks
-    "\u3040-\u30ff"  # Hiragana, Katakana
-    "\u3130-\u318f"  # Hangul compatibility Jamo
-    "\u31f0-\u31ff"  # Katakana phonetic extensions
-    "\u3400-\u4dbf"  # CJK extension A
-    "\u4e00-\u9fff"  # CJK unified ideographs
-    "\ua960-\ua97f\uac00-\ud7ff"  # Hangul syllables and Jamo extensions
-    "\uf900-\ufaff"  # CJK compatibility ideographs
-    "\uff66-\uff9f"  # half-width Katakana
-    "\U00020000-\U0003134f"  # CJK extensions B–G
-    "]"
+# Scripts written without spaces between words, searched by substring (a word index would
+# only find whole runs between punctuation).  The one place that decides which text that is;
+# "CJK" in names elsewhere means any of these.  Scripts that put spaces (or a word separator)
+# between words (Sundanese, Ethiopic, Vai) stay on the stemmed word index.  Tibetan marks
+# syllables (tsheg), not words, so it is substring-searched too.
+UNSPACED_RANGES: tuple[tuple[str, str], ...] = (
+    ("\u0e00", "\u0e7f"),  # Thai
+    ("\u0e80", "\u0eff"),  # Lao
+    ("\u0f00", "\u0fff"),  # Tibetan
+    ("\u1000", "\u109f"),  # Myanmar (Burmese, Shan, Mon)
+    ("\u1100", "\u11ff"),  # Hangul Jamo
+    ("\u1780", "\u17ff"),  # Khmer
+    ("\u1950", "\u197f"),  # Tai Le
+    ("\u1980", "\u19df"),  # New Tai Lue
+    ("\u19e0", "\u19ff"),  # Khmer symbols
+    ("\u1a00", "\u1aaf"),  # Buginese, Tai Tham (Lanna)
+    ("\u1b00", "\u1b7f"),  # Balinese
+    ("\u2e80", "\u2fdf"),  # CJK radicals
+    ("\u3005", "\u3007"),  # 々〆〇
+    ("\u3021", "\u3029"),  # Suzhou numerals
+    ("\u3031", "\u3035"),  # kana repeat marks
+    ("\u303b", "\u303c"),  # 〻〼
+    ("\u3040", "\u30ff"),  # Hiragana, Katakana
+    ("\u3130", "\u318f"),  # Hangul compatibility Jamo
+    ("\u31f0", "\u31ff"),  # Katakana phonetic extensions
+    ("\u3400", "\u4dbf"),  # CJK extension A
+    ("\u4e00", "\u9fff"),  # CJK unified ideographs
+    ("\ua000", "\ua4cf"),  # Yi syllables and radicals
+    ("\ua960", "\ua97f"),  # Hangul Jamo extended A
+    ("\ua980", "\ua9df"),  # Javanese
+    ("\ua9e0", "\ua9ff"),  # Myanmar extended B
+    ("\uaa60", "\uaa7f"),  # Myanmar extended A
+    ("\uaa80", "\uaadf"),  # Tai Viet
+    ("\uac00", "\ud7ff"),  # Hangul syllables, Jamo extended B
+    ("\uf900", "\ufaff"),  # CJK compatibility ideographs
+    ("\uff66", "\uff9f"),  # half-width Katakana
+    ("\U00020000", "\U0003134f"),  # CJK extensions B–G
 )
+"""Inclusive code point ranges of the scripts searched by substring (also used by SQL patterns)."""
+
+_CJK = re.compile("[" + "".join(f"{lo}-{hi}" for lo, hi in UNSPACED_RANGES) + "]")
 
 
 class SearchQueryError(ValueError):
@@ -53,7 +77,7 @@ class SearchQueryError(ValueError):
 
 
 def is_cjk(text: str) -> bool:
-    """True when ``text`` contains a character of a script written without spaces."""
+    """True when ``text`` contains a character of a script written without spaces (CJK, Thai, Khmer, …)."""
     return _CJK.search(text) is not None
 
 
@@ -76,7 +100,7 @@ class Term:
 
     @property
     def caseless(self) -> bool:
-        """No character has case (pure CJK): substring tests need no case folding."""
+        """No character has case (pure CJK, Thai, …): substring tests need no case folding."""
         return self.text.lower() == self.text.upper()
 
     @property

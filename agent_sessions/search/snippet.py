@@ -30,6 +30,12 @@ def _mark(text: str, pattern: re.Pattern[str]) -> str:
     return pattern.sub(lambda m: START + m.group(0) + STOP, text)
 
 
+def contains_any(text: str, needles: Iterable[str]) -> bool:
+    """True when ``text`` contains one of ``needles`` (case-insensitive)."""
+    pattern = _pattern(needles)
+    return bool(text) and pattern is not None and pattern.search(text) is not None
+
+
 def excerpt(text: str, needles: Iterable[str], width: int = WIDTH) -> str:
     """A window of ``text`` around the first needle, with every needle in it marked."""
     text = text or ""

@@ -9,7 +9,17 @@ tsquery syntax); the results are combined with the tsquery operators
 
 from __future__ import annotations
 
-from .plan import RANK_TYPE, Filters, Target, like_pattern, occurrences_sql, scope_source, split
+from .plan import (
+    EXTRA_WEIGHT,
+    RANK_TYPE,
+    Filters,
+    Target,
+    like_pattern,
+    occurrences_sql,
+    scope_source,
+    snippet_columns,
+    split,
+)
 from .query import AnyOf, Query, Term
 from .snippet import ELLIPSIS, START, STOP
 
@@ -34,11 +44,28 @@ def _ilike(text_col: str, term: Term, params: list, negate: bool = False) -> str
     return f"{text_col} {'NOT ' if negate else ''}{op} %s"
 
 
+def _substring(target: Target, term: Term, params: list, negate: bool = False) -> str:
+    """``term`` is (``negate``: is not) a substring of the text column or the ``extra`` one.
+
+    The ``extra`` test also states that the column is not all ASCII (a substring term never
+    is), which lets Postgres use the partial trigram index of that column.
+    """
+    columns = [c for c in (target.text, target.extra) if c]
+    if negate:
+        tests = [_ilike(f"COALESCE(m.{c}, '')", term, params, negate=True) for c in columns]
+        return "(" + " AND ".join(tests) + ")"
+    tests = [_ilike(f"m.{target.text}", term, params)]
+    if target.extra:
+        ascii_only = f"octet_length(m.{target.extra}) <> char_length(m.{target.extra})"
+        tests.append(f"({ascii_only} AND {_ilike(f'm.{target.extra}', term, params)})")
+    return "(" + " OR ".join(tests) + ")"
+
+
 def _other_group(group: AnyOf, target: Target, config: str, params: list) -> str:
     tests = []
     for term in group.terms:
         if term.cjk:
-            tests.append(_ilike(f"m.{target.text}", term, params))
+            tests.append(_substring(target, term, params))
         else:
             tests.append(f"m.{target.tsv} @@ {_term(term, config, params)}")
     return "(" + " OR ".join(tests) + ")"
@@ -72,17 +99,19 @@ def compile_query(query: Query, target: Target, filters: Filters, config: str) -
         source += ", q"
         where[:0] = ["q.keep", f"m.{target.tsv} @@ q.q"]
     for group in parts.substrings:
-        where.append("(" + " OR ".join(_ilike(f"m.{target.text}", t, where_params) for t in group.terms) + ")")
+        where.append("(" + " OR ".join(_substring(target, t, where_params) for t in group.terms) + ")")
     for group in parts.other:
         where.append(_other_group(group, target, config, where_params))
     if parts.excluded_words and not tsq:
         where.append(f"NOT COALESCE(m.{target.tsv} @@ {_any(parts.excluded_words, config, where_params)}, false)")
     for term in parts.excluded_substrings:
-        where.append(_ilike(f"COALESCE(m.{target.text}, '')", term, where_params, negate=True))
+        where.append(_substring(target, term, where_params, negate=True))
 
     ranks, rank_params = [], []
     if tsq:
-        ranks.append(f"ts_rank_cd(m.{target.tsv}, q.q, 1)")
+        # The text is weight A, the extra column weight D (see the vendor's tool_text_index_sql).
+        weights = f"'{{{EXTRA_WEIGHT}, 0.2, 0.4, 1.0}}'::float4[], " if target.extra else ""
+        ranks.append(f"ts_rank_cd({weights}m.{target.tsv}, q.q, 1)")
     needles = [t for t in query.terms if t.cjk]
     if needles:
         ranks.append(occurrences_sql(f"m.{target.text}", needles, "greatest"))
@@ -92,7 +121,8 @@ def compile_query(query: Query, target: Target, filters: Filters, config: str) -
 
     columns = ", ".join(f"m.{c}" for c in target.columns)
     inner_sql = (
-        f"SELECT {columns}{'' if 'seq' in target.columns else ', m.seq'}{rank_cols} FROM {source}"
+        f"SELECT {columns}{snippet_columns(target, filters, 'm.')}{'' if 'seq' in target.columns else ', m.seq'}"
+        f"{rank_cols} FROM {source}"
         + (" WHERE " + " AND ".join(where) if where else "")
         + f" ORDER BY {order}m.seq LIMIT %s OFFSET %s"
     )
@@ -101,15 +131,23 @@ def compile_query(query: Query, target: Target, filters: Filters, config: str) -
     hit_columns = ", ".join(f"hit.{c}" for c in target.columns)
     headline_params: list = []
     if tsq and filters.snippets:
-        headline = f"ts_headline(%s::regconfig, hit.{target.text}, q.q, %s)"
-        headline_params = [config, HEADLINE_OPTIONS]
+        shown = f"hit.{target.text}"
+        if target.extra:
+            # A hit whose words are only in the extra column (tool text) is excerpted from there.
+            shown = (
+                f"CASE WHEN hit.{target.extra} <> '' AND NOT to_tsvector(%s::regconfig, hit.{target.text}) @@ q.q "
+                f"THEN hit.{target.extra} ELSE hit.{target.text} END"
+            )
+            headline_params = [config]
+        headline = f"ts_headline(%s::regconfig, {shown}, q.q, %s)"
+        headline_params = [config, *headline_params, HEADLINE_OPTIONS]
     else:
         headline = "NULL"
     if filters.ranked:
         total = " + ".join(f"hit.r{i}" for i in range(len(ranks))) or "0"
         headline += f", CAST({total} AS {RANK_TYPE}) AS rank"
     sql = (
-        f"SELECT {hit_columns}, {headline} FROM ({inner_sql}) hit"
+        f"SELECT {hit_columns}, {headline}{snippet_columns(target, filters, 'hit.')} FROM ({inner_sql}) hit"
         + (", q" if tsq else "")
         + " ORDER BY "
         + "".join(f"hit.r{i} DESC, " for i in range(len(ranks)))

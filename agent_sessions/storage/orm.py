@@ -21,14 +21,22 @@ from .. import conf
 from ..models import Compaction, Message
 from ..overlays import apply_overlays
 from ..tokens import estimate_one_message_tokens
-from ..types import HistoryRowStat, RecentHistory, SearchResult, StoredCompaction, text_content, validate_message
+from ..types import (
+    HistoryRowStat,
+    RecentHistory,
+    SearchResult,
+    StoredCompaction,
+    text_content,
+    tool_text,
+    validate_message,
+)
 from . import backends
 from .search_query import query_terms
 
 OMITTED = object()
 """Sentinel: the caller left ``parent_id`` out (auto-parent to the latest leaf)."""
 
-_COLUMNS = "id, session_id, parent_id, role, content, text_content, created_at, tokens, depth, path_tokens"
+_COLUMNS = "id, session_id, parent_id, role, content, text_content, tool_text, created_at, tokens, depth, path_tokens"
 
 # The latest leaf is the newest childless row, and the newest row almost always is
 # one (a child is always inserted after its parent).  So look among the newest few
@@ -67,6 +75,9 @@ def latest_leaf_params(session_id: str) -> list[str]:
     return [session_id, session_id]
 
 
+_BULK_DEFAULTS = {"tool_text": ""}
+"""Values :meth:`DjangoSessionProvider.insert_rows` uses for keys a row leaves out (NOT NULL columns)."""
+
 _EXPLICIT_PARENT = "SELECT m.id, m.depth, m.path_tokens FROM assistant_messages m WHERE m.session_id = %s AND m.id = %s"
 _NO_PARENT = "SELECT m.id, m.depth, m.path_tokens FROM assistant_messages m WHERE 1 = 0"
 
@@ -74,7 +85,7 @@ _NO_PARENT = "SELECT m.id, m.depth, m.path_tokens FROM assistant_messages m WHER
 # parse ``INSERT … SELECT … ON CONFLICT``.
 _INSERT = (
     f"INSERT INTO assistant_messages ({_COLUMNS}) "
-    "SELECT %s, %s, p.id, %s, %s, %s, %s, %s, "
+    "SELECT %s, %s, p.id, %s, %s, %s, %s, %s, %s, "
     "CASE WHEN p.id IS NULL THEN 1 ELSE p.depth + 1 END, "
     "CASE WHEN p.id IS NULL THEN %s ELSE p.path_tokens + %s END "
     "FROM (SELECT 1 AS one) AS one LEFT JOIN ({parent}) AS p ON 1 = 1 "
@@ -351,7 +362,8 @@ class DjangoSessionProvider:
         connection = self.connection
         now = connection.ops.adapt_datetimefield_value(timezone.now())
         # In the order of the SQL text: the row's values, the path totals, then the parent subquery.
-        params = [message["id"], self.session_id, message["role"], stored, text_content(message), now, tokens]
+        params = [message["id"], self.session_id, message["role"], stored, text_content(message), tool_text(message)]
+        params += [now, tokens]
         params += [tokens, tokens, *parent_params]
         sql = _INSERT.format(parent=parent_sql)
         with connection.cursor() as cursor:
@@ -369,9 +381,12 @@ class DjangoSessionProvider:
             # writers, or two updates repairing overlapping subtrees deadlock (Postgres).
             self.backend.lock_session(cursor, self.session_id)
             cursor.execute(
-                "UPDATE assistant_messages SET role = %s, content = %s, text_content = %s, tokens = %s "
+                "UPDATE assistant_messages SET role = %s, content = %s, text_content = %s, tool_text = %s, tokens = %s "
                 "WHERE session_id = %s AND id = %s",
-                [message["role"], stored, text_content(message), tokens, self.session_id, message["id"]],
+                [
+                    message["role"], stored, text_content(message), tool_text(message), tokens,
+                    self.session_id, message["id"],
+                ],  # fmt: skip
             )
             if cursor.rowcount == 0:
                 return False
@@ -501,7 +516,7 @@ class DjangoSessionProvider:
                     rows.append(
                         {
                             "id": mid, "parent_id": previous, "role": message["role"], "content": content,
-                            "text_content": text_content(message), "created_at": now,
+                            "text_content": text_content(message), "tool_text": tool_text(message), "created_at": now,
                             "tokens": tokens, "depth": depth, "path_tokens": path_tokens,
                         }
                     )
@@ -529,18 +544,18 @@ class DjangoSessionProvider:
     def get_path_rows(self, leaf_id: str) -> list[dict]:
         """Root→leaf rows as stored (one query), for copying a path.
 
-        Keys: ``id, role, content`` (the JSON text), ``text_content, created_at, tokens``.
+        Keys: ``id, role, content`` (the JSON text), ``text_content, tool_text, created_at, tokens``.
         """
         rows = self._fetchall(
-            _PATH_CTE + "SELECT m.id, m.role, m.content, m.text_content, m.created_at, m.tokens "
+            _PATH_CTE + "SELECT m.id, m.role, m.content, m.text_content, m.tool_text, m.created_at, m.tokens "
             "FROM path JOIN assistant_messages m ON m.seq = path.seq ORDER BY path.n DESC",
             self._path_params(leaf_id),
         )
-        keys = ("id", "role", "content", "text_content", "created_at", "tokens")
-        return [dict(zip(keys, (*r[:4], as_datetime(r[4]), r[5]), strict=True)) for r in rows]
+        keys = ("id", "role", "content", "text_content", "tool_text", "created_at", "tokens")
+        return [dict(zip(keys, (*r[:5], as_datetime(r[5]), r[6]), strict=True)) for r in rows]
 
     bulk_columns = (
-        "id", "parent_id", "role", "content", "text_content", "created_at",
+        "id", "parent_id", "role", "content", "text_content", "tool_text", "created_at",
         "tokens", "depth", "path_tokens", "origin_id",
     )
     """Columns :meth:`insert_rows` fills (``session_id`` is this provider's)."""
@@ -562,7 +577,7 @@ class DjangoSessionProvider:
         param_rows = []
         for row in rows:
             row = {**row, "created_at": adapt(row.get("created_at") or now)}
-            param_rows.append([self.session_id, *(row.get(c) for c in self.bulk_columns)])
+            param_rows.append([self.session_id, *(row.get(c, _BULK_DEFAULTS.get(c)) for c in self.bulk_columns)])
         with self.connection.cursor() as cursor:
             self.backend.insert_many(cursor, sql, row_sql, param_rows, per_statement)
 

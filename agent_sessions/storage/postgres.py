@@ -126,3 +126,41 @@ def insert_many(cursor, head: str, row_sql: str, param_rows: list[list], per_sta
 
 def reserve_write(cursor) -> None:
     """Nothing to do: Postgres writers wait on row and advisory locks by themselves."""
+
+
+# Substring terms are in scripts written without spaces (never ASCII), so only tool text
+# with a non-ASCII character needs the trigram index: a partial index, whose predicate the
+# substring test repeats (see search.tsquery) so the planner can use it.
+NON_ASCII_TOOL_TEXT = "octet_length(tool_text) <> char_length(tool_text)"
+
+TOOL_TEXT_ADD = ["ALTER TABLE assistant_messages ADD COLUMN IF NOT EXISTS tool_text text NOT NULL DEFAULT ''"]
+TOOL_TEXT_DROP = ["ALTER TABLE assistant_messages DROP COLUMN IF EXISTS tool_text"]
+DROP_MESSAGE_TSV = [
+    "DROP INDEX IF EXISTS idx_assistant_msg_fts",
+    "ALTER TABLE assistant_messages DROP COLUMN IF EXISTS content_tsv",
+]
+
+
+def tool_text_index_sql(*, with_tool_text: bool = True) -> list[str]:
+    """``content_tsv`` over the text parts (weight A) and ``tool_text`` (weight D), its GIN index, and a
+    trigram index on ``tool_text``; without ``with_tool_text`` the text-only column of the seed's DDL."""
+    cfg = conf.pg_text_search_config().replace("'", "''")
+    if with_tool_text:
+        expression = (
+            f"setweight(to_tsvector('{cfg}', coalesce(text_content, '')), 'A') || "
+            f"setweight(to_tsvector('{cfg}', coalesce(tool_text, '')), 'D')"
+        )
+    else:
+        expression = f"to_tsvector('{cfg}', text_content)"
+    statements = [
+        f"ALTER TABLE assistant_messages ADD COLUMN content_tsv tsvector GENERATED ALWAYS AS ({expression}) STORED",
+        "CREATE INDEX IF NOT EXISTS idx_assistant_msg_fts ON assistant_messages USING GIN (content_tsv)",
+    ]
+    if with_tool_text:
+        statements.append(
+            "CREATE INDEX IF NOT EXISTS idx_assistant_msg_tool_trgm ON assistant_messages "
+            f"USING GIN (tool_text gin_trgm_ops) WHERE {NON_ASCII_TOOL_TEXT}"
+        )
+    else:
+        statements.insert(0, "DROP INDEX IF EXISTS idx_assistant_msg_tool_trgm")
+    return statements

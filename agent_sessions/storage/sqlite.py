@@ -190,3 +190,72 @@ TRIGGER_UNINSTALL = [
 def trigger_install_sql() -> list[str]:
     """Cascade a session delete to its rows, count messages, refuse updates that move a message (migration 0008)."""
     return list(_TRIGGERS)
+
+
+def _fts_sql(
+    fts: str, table: str, columns: tuple[str, ...], tokenize: str, *, content: str = "", values: dict | None = None
+) -> list[str]:
+    """(Re)create an external-content FTS5 index over ``columns`` of ``table``, its triggers, and fill it.
+
+    ``content`` names the table or view the index reads (default ``table``); ``values`` maps
+    a column to the SQL its triggers index, with ``{row}`` for ``new.`` / ``old.`` (it must
+    be the same expression the content view selects, or the index drifts).
+    """
+    values = values or {}
+    cols = ", ".join(columns)
+
+    def row(prefix: str) -> str:
+        return ", ".join(values.get(c, "{row}" + c).format(row=prefix) for c in columns)
+
+    new, old = row("new."), row("old.")
+    return [
+        *(f"DROP TRIGGER IF EXISTS {fts}_{suffix}" for suffix in ("ai", "ad", "au")),
+        f"DROP TABLE IF EXISTS {fts}",
+        f"CREATE VIRTUAL TABLE {fts} USING fts5({cols}, content='{content or table}', content_rowid='seq', "
+        f"tokenize='{tokenize}')",
+        f"CREATE TRIGGER {fts}_ai AFTER INSERT ON {table} BEGIN "
+        f"INSERT INTO {fts}(rowid, {cols}) VALUES (new.seq, {new}); END",
+        f"CREATE TRIGGER {fts}_ad AFTER DELETE ON {table} BEGIN "
+        f"INSERT INTO {fts}({fts}, rowid, {cols}) VALUES ('delete', old.seq, {old}); END",
+        f"CREATE TRIGGER {fts}_au AFTER UPDATE OF {cols} ON {table} BEGIN "
+        f"INSERT INTO {fts}({fts}, rowid, {cols}) VALUES ('delete', old.seq, {old}); "
+        f"INSERT INTO {fts}(rowid, {cols}) VALUES (new.seq, {new}); END",
+        f"INSERT INTO {fts}({fts}) VALUES ('rebuild')",
+    ]
+
+
+TOOL_TEXT_ADD = ["ALTER TABLE assistant_messages ADD COLUMN tool_text TEXT NOT NULL DEFAULT ''"]
+TOOL_TEXT_DROP = ["ALTER TABLE assistant_messages DROP COLUMN tool_text"]
+
+# The trigram index serves only substring terms, which are in scripts written without
+# spaces (never ASCII); tool text that is all ASCII can never match one, and trigram-indexing
+# every 3-character window of long tool outputs was most of an append's cost.  So the trigram
+# index reads messages through a view that blanks all-ASCII tool text (as many characters as
+# bytes: an O(1) blob length against a character count, far cheaper than a character class).
+TRIGRAM_SOURCE = "assistant_messages_trigram_source"
+_TRIGRAM_TOOL_TEXT = (
+    "CASE WHEN length(CAST({row}tool_text AS BLOB)) = length({row}tool_text) THEN '' ELSE {row}tool_text END"
+)
+
+
+def tool_text_index_sql(*, with_tool_text: bool = True) -> list[str]:
+    """The message FTS5 indexes over ``text_content`` and ``tool_text`` (or ``text_content`` alone, to undo)."""
+    m = plan.MESSAGES
+    if not with_tool_text:
+        return [
+            *_fts_sql(m.fts, m.table, (m.text,), "porter unicode61"),
+            *_fts_sql(m.trigram, m.table, (m.text,), "trigram"),
+            f"DROP VIEW IF EXISTS {TRIGRAM_SOURCE}",
+        ]
+    columns = (m.text, m.extra)
+    view = (
+        f"CREATE VIEW {TRIGRAM_SOURCE} AS SELECT seq, {m.text}, "
+        f"{_TRIGRAM_TOOL_TEXT.format(row='')} AS {m.extra} FROM {m.table}"
+    )
+    return [
+        *_fts_sql(m.fts, m.table, columns, "porter unicode61"),
+        f"DROP TABLE IF EXISTS {m.trigram}",  # before its view goes
+        f"DROP VIEW IF EXISTS {TRIGRAM_SOURCE}",
+        view,
+        *_fts_sql(m.trigram, m.table, columns, "trigram", content=TRIGRAM_SOURCE, values={m.extra: _TRIGRAM_TOOL_TEXT}),
+    ]

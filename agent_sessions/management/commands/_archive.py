@@ -23,7 +23,7 @@ from agent_sessions.manager import records
 from agent_sessions.models import Compaction, ContextBlockRecord, Message, SearchEntry, SessionRecord
 from agent_sessions.storage.orm import DjangoSessionProvider
 from agent_sessions.tokens import estimate_one_message_tokens
-from agent_sessions.types import text_content, validate_message
+from agent_sessions.types import text_content, tool_text, validate_message
 
 from ._base import session_exists
 
@@ -197,15 +197,17 @@ def _message_rows(entries: list) -> Iterator[dict]:
             if message["id"] != entry.get("id"):
                 raise ArchiveError(f"message id {entry.get('id')!r} does not match its content")
             text, tokens = text_content(message), estimate_one_message_tokens(message)
+            extra = tool_text(message)
         else:
-            content, text, tokens = entry.get("content"), "", None
+            content, text, tokens, extra = entry.get("content"), "", None, ""
             if not isinstance(content, str) or not isinstance(entry.get("id"), str):
                 raise ArchiveError("a message needs an id and either 'message' or a 'content' string")
         if entry["id"] in rows:
             raise ArchiveError(f"duplicate message id {entry['id']!r}")
         rows[entry["id"]] = {
             "id": entry["id"], "parent_id": entry.get("parent_id"), "role": str(entry.get("role") or ""),
-            "content": content, "text_content": text, "created_at": _when(entry.get("created_at"), "created_at"),
+            "content": content, "text_content": text, "tool_text": extra,
+            "created_at": _when(entry.get("created_at"), "created_at"),
             "tokens": tokens, "origin_id": entry.get("origin_id"),
         }
     _derive_paths(rows)
