@@ -82,12 +82,17 @@ _INSERT = (
     "RETURNING seq, parent_id, depth, path_tokens"
 )
 
-# Each step of a walk finds the parent through an expression index over this
-# injective key (length-prefixed session id, then id).  No other index can serve
-# that predicate, so the step is an index probe whatever the statistics say: with
-# ``m.session_id = %s AND m.id = …`` Postgres, believing a freshly loaded session
-# had one row, scanned the whole session at every step (2.9 s for a 3,000-deep
-# path instead of 12 ms).  The parameter is :func:`path_key_prefix`.
+# Each step of a walk finds the parent through the unique index
+# ``assistant_msg_path_key`` on (this injective key, session_id): the length-prefixed
+# session id, then the id.  The step names the session only through the session id
+# the walk carries (a join column, not a constant), so the planner never sees a
+# "session_id = <constant>" restriction it could answer by scanning the session:
+# with ``m.session_id = %s AND m.id = …`` Postgres, believing a freshly loaded
+# session had one row, scanned the whole session at every step (2.9 s for a
+# 3,000-deep path instead of 12 ms).  Both index columns are matched by equality,
+# so the planner counts one row per step; on a hash-partitioned table the carried
+# session id prunes every step to one partition at run time.  The parameter is
+# :func:`path_key_prefix`.
 _PATH_KEY = "CAST(length({t}session_id) AS TEXT) || ':' || {t}session_id || {t}id"
 
 
@@ -99,21 +104,21 @@ def path_key_prefix(session_id: str) -> str:
 # Root-ward walk from a leaf, carrying only keys; ``n`` is the distance from
 # the leaf.  The depth guard only stops a parent cycle a foreign writer made.
 _PATH_CTE = (
-    "WITH RECURSIVE path(seq, parent_id, n) AS ("
-    "  SELECT seq, parent_id, 0 FROM assistant_messages WHERE session_id = %s AND id = %s"
+    "WITH RECURSIVE path(seq, sid, parent_id, n) AS ("
+    "  SELECT seq, session_id, parent_id, 0 FROM assistant_messages WHERE session_id = %s AND id = %s"
     "  UNION ALL"
-    "  SELECT m.seq, m.parent_id, path.n + 1 FROM assistant_messages m JOIN path"
-    "    ON " + _PATH_KEY.format(t="m.") + " = %s || path.parent_id WHERE path.n < %s"
+    "  SELECT m.seq, m.session_id, m.parent_id, path.n + 1 FROM assistant_messages m JOIN path"
+    "    ON m.session_id = path.sid AND " + _PATH_KEY.format(t="m.") + " = %s || path.parent_id WHERE path.n < %s"
     ") "
 )
 
 # Recent suffix: the walk stops one row after the byte budget is spent.
 _RECENT_CTE = (
-    "WITH RECURSIVE path(seq, parent_id, n, total) AS ("
-    "  SELECT seq, parent_id, 0, {bytes} FROM assistant_messages WHERE session_id = %s AND id = %s"
+    "WITH RECURSIVE path(seq, sid, parent_id, n, total) AS ("
+    "  SELECT seq, session_id, parent_id, 0, {bytes} FROM assistant_messages WHERE session_id = %s AND id = %s"
     "  UNION ALL"
-    "  SELECT m.seq, m.parent_id, path.n + 1, path.total + {mbytes} FROM assistant_messages m JOIN path"
-    "    ON " + _PATH_KEY.format(t="m.") + " = %s || path.parent_id"
+    "  SELECT m.seq, m.session_id, m.parent_id, path.n + 1, path.total + {mbytes} FROM assistant_messages m JOIN path"
+    "    ON m.session_id = path.sid AND " + _PATH_KEY.format(t="m.") + " = %s || path.parent_id"
     "  WHERE path.n < %s AND (path.n < %s OR path.total <= %s)"
     ") "
 )
@@ -123,6 +128,9 @@ _RECENT_CTE = (
 _LATEST_ID = "(SELECT latest.id FROM (" + _LATEST_LEAF + ") latest)"
 _PATH_CTE_LATEST = _PATH_CTE.replace("AND id = %s", "AND id = " + _LATEST_ID, 1)
 _RECENT_CTE_LATEST = _RECENT_CTE.replace("AND id = %s", "AND id = " + _LATEST_ID, 1)
+
+# Joins a walk's rows back to their content, by the primary key (session_id, seq).
+_PATH_ROW = "m.session_id = path.sid AND m.seq = path.seq"
 
 # Re-derive depth and running tokens below the given roots (after an update
 # or a delete changed what lies above them).
@@ -135,7 +143,7 @@ _REPAIR_SUBTREE = (
     ") "
     "UPDATE assistant_messages SET depth = (SELECT sub.depth FROM sub WHERE sub.seq = assistant_messages.seq), "
     "path_tokens = (SELECT sub.path_tokens FROM sub WHERE sub.seq = assistant_messages.seq) "
-    "WHERE seq IN (SELECT seq FROM sub)"
+    "WHERE session_id = %s AND seq IN (SELECT seq FROM sub)"
 )
 
 
@@ -230,7 +238,7 @@ class DjangoSessionProvider:
         """Root→leaf messages as stored, without overlays (one query, the leaf lookup included)."""
         cte, params = self._walk(leaf_id)
         rows = self._fetchall(
-            cte + "SELECT m.content FROM path JOIN assistant_messages m ON m.seq = path.seq ORDER BY path.n DESC",
+            cte + "SELECT m.content FROM path JOIN assistant_messages m ON " + _PATH_ROW + " ORDER BY path.n DESC",
             params,
         )
         return [json.loads(r[0]) for r in rows]
@@ -272,7 +280,7 @@ class DjangoSessionProvider:
         cte, params = self._walk(leaf_id)
         size = self.backend.BYTES_EXPR.format(col="m.content")
         rows = self._fetchall(
-            cte + f"SELECT m.id, m.role, {size} FROM path JOIN assistant_messages m ON m.seq = path.seq "
+            cte + f"SELECT m.id, m.role, {size} FROM path JOIN assistant_messages m ON {_PATH_ROW} "
             "ORDER BY path.n DESC",
             params,
         )
@@ -293,7 +301,7 @@ class DjangoSessionProvider:
             mbytes=self.backend.BYTES_EXPR.format(col="m.content"),
         )
         rows = self._fetchall(
-            sql + "SELECT path.n, path.total, m.content FROM path JOIN assistant_messages m ON m.seq = path.seq "
+            sql + "SELECT path.n, path.total, m.content FROM path JOIN assistant_messages m ON " + _PATH_ROW + " "
             "ORDER BY path.n",
             [
                 self.session_id, *self._leaf_params(leaf_id), path_key_prefix(self.session_id),
@@ -420,7 +428,8 @@ class DjangoSessionProvider:
             base_depth, base_tokens = 0, 0
         sql = _REPAIR_SUBTREE.format(root_tokens=f"{int(base_tokens)} + tokens", roots=_placeholders(len(roots)))
         cursor.execute(
-            sql, [int(base_depth) + 1, self.session_id, *roots, self.session_id, conf.max_path_depth()]
+            sql,
+            [int(base_depth) + 1, self.session_id, *roots, self.session_id, conf.max_path_depth(), self.session_id],
         )
 
     def clear_messages(self) -> None:
@@ -528,7 +537,7 @@ class DjangoSessionProvider:
         """
         rows = self._fetchall(
             _PATH_CTE + "SELECT m.id, m.role, m.content, m.text_content, m.created_at, m.tokens "
-            "FROM path JOIN assistant_messages m ON m.seq = path.seq ORDER BY path.n DESC",
+            "FROM path JOIN assistant_messages m ON " + _PATH_ROW + " ORDER BY path.n DESC",
             self._path_params(leaf_id),
         )
         keys = ("id", "role", "content", "text_content", "created_at", "tokens")

@@ -135,3 +135,15 @@ def reserve_write(cursor) -> None:
     busy timeout.  A write that changes nothing, issued first, waits like any other.
     """
     cursor.execute("UPDATE assistant_sessions SET id = id WHERE 1 = 0")
+
+
+def upgrade_keys(cursor, path_key_index: str) -> None:
+    """SQLite keeps ``seq`` as its rowid key (no partitions); only the walk's key index gains session_id."""
+    cursor.execute("DROP INDEX IF EXISTS assistant_msg_path_key")
+    cursor.execute(path_key_index)
+
+
+def downgrade_keys(cursor, old_path_key_index: str) -> None:
+    """Reverse of :func:`upgrade_keys`."""
+    cursor.execute("DROP INDEX IF EXISTS assistant_msg_path_key")
+    cursor.execute(old_path_key_index)
