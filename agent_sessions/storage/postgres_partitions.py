@@ -206,3 +206,10 @@ def partition(cursor, table: str, partitions: int, progress: Callable[[int], Non
     for statement in triggers:
         cursor.execute(statement)
     return True
+
+
+def analyze(cursor, table: str) -> None:
+    """Collect the planner's statistics for ``table`` (autovacuum never analyzes a partitioned parent)."""
+    if table not in TABLES:
+        raise PartitionError(f"not a partitioned table of this app: {table!r}")
+    cursor.execute(f"ANALYZE {table}")

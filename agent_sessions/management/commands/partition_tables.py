@@ -53,7 +53,7 @@ class Command(ProgressCommand):
             with connection.cursor() as cursor:
                 for table in changed:
                     # Autovacuum never analyzes a partitioned parent: give the planner its statistics now.
-                    cursor.execute(f"ANALYZE {table}")
+                    pgparts.analyze(cursor, table)
         for table in pgparts.TABLES if self.verbosity else ():
             state = "partitioned" if table in changed else "already partitioned"
             self.stdout.write(f"{table}: {state} by hash of session_id into {partitions} partitions")
