@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PG_URL ?= host=127.0.0.1 port=5432 user=postgres dbname=postgres
 PYTEST_ARGS ?=
 
-.PHONY: install demo serve test test-sqlite test-postgres contract lint bench bench-smoke clean
+.PHONY: install demo serve test test-sqlite test-postgres test-postgres-partitioned contract lint bench bench-smoke clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -23,7 +23,8 @@ demo: install
 test: install
 	$(MAKE) --no-print-directory test-sqlite
 	@if $(PY) -c "import psycopg; psycopg.connect('$(PG_URL)', connect_timeout=3).close()" 2>/dev/null; then \
-		$(MAKE) --no-print-directory test-postgres; \
+		$(MAKE) --no-print-directory test-postgres && \
+		$(MAKE) --no-print-directory test-postgres-partitioned; \
 	elif [ -n "$$REQUIRE_POSTGRES" ]; then \
 		echo "PostgreSQL is required (REQUIRE_POSTGRES is set) but not reachable at $(PG_URL)"; exit 1; \
 	else \
@@ -35,6 +36,11 @@ test-sqlite: install
 
 test-postgres: install
 	AGENT_SESSIONS_TEST_DB=postgres $(PY) -m pytest $(PYTEST_ARGS)
+
+# The whole Postgres suite again, on a test database whose growing tables are
+# hash-partitioned by session_id (manage.py partition_tables, right after migrations).
+test-postgres-partitioned: install
+	AGENT_SESSIONS_TEST_DB=postgres AGENT_SESSIONS_TEST_PARTITIONS=16 $(PY) -m pytest $(PYTEST_ARGS)
 
 contract: install
 	../shared/contract/run.sh . sqlite

@@ -3,7 +3,9 @@
 Every table gets a surrogate ``seq`` key: it is Django's primary key, the
 monotonic insertion order that breaks ties in time, and it has a database
 default, so rows written by the seed's TypeScript providers (which never name
-it) still get one.  The seed's natural keys stay unique.
+it) still get one.  The seed's natural keys stay unique.  On PostgreSQL the
+database keys of the growing tables all include ``session_id`` (primary key
+``(session_id, seq)``) so they can be hash-partitioned; see docs/data-model.md.
 """
 
 from __future__ import annotations
@@ -88,7 +90,7 @@ class Compaction(models.Model):
     """A summary overlay replacing ``from..to`` on read (``assistant_compactions``)."""
 
     seq = models.BigAutoField(primary_key=True)
-    compaction_id = models.TextField(db_column="id", unique=True)
+    compaction_id = models.TextField(db_column="id")
     session = SessionRelation(related_name="compactions")
     summary = models.TextField()
     from_message_id = models.TextField()
@@ -98,6 +100,11 @@ class Compaction(models.Model):
     class Meta:
         db_table = "assistant_compactions"
         ordering = ["seq"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["session_id", "compaction_id"], name="assistant_compactions_session_id_uniq"
+            ),
+        ]
         indexes = [models.Index(fields=["session_id", "seq"], name="assistant_cmp_session")]
 
     def __str__(self) -> str:

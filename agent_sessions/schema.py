@@ -73,3 +73,33 @@ def uninstall_sqlite_triggers(apps, schema_editor) -> None:
     if schema_editor.connection.vendor == "sqlite":
         for statement in backends.for_vendor("sqlite").TRIGGER_UNINSTALL:
             schema_editor.execute(statement)
+
+
+# The path walk's key (see storage.orm._PATH_KEY) with session_id as a column of
+# its own, so the unique index is allowed on a table partitioned by session_id.
+PATH_KEY_INDEX = (
+    "CREATE UNIQUE INDEX IF NOT EXISTS assistant_msg_path_key ON assistant_messages "
+    "((CAST(length(session_id) AS TEXT) || ':' || session_id || id), session_id)"
+)
+_PATH_KEY_INDEX_0006 = (
+    "CREATE UNIQUE INDEX IF NOT EXISTS assistant_msg_path_key ON assistant_messages "
+    "((CAST(length(session_id) AS TEXT) || ':' || session_id || id))"
+)
+
+
+def upgrade_keys(apps, schema_editor) -> None:
+    """Make every key of the growing tables include session_id (in place, rows untouched)."""
+    vendor = schema_editor.connection.vendor
+    if vendor not in ("sqlite", "postgresql"):
+        return
+    with schema_editor.connection.cursor() as cursor:
+        backends.for_vendor(vendor).upgrade_keys(cursor, PATH_KEY_INDEX)
+
+
+def downgrade_keys(apps, schema_editor) -> None:
+    """Reverse of :func:`upgrade_keys`."""
+    vendor = schema_editor.connection.vendor
+    if vendor not in ("sqlite", "postgresql"):
+        return
+    with schema_editor.connection.cursor() as cursor:
+        backends.for_vendor(vendor).downgrade_keys(cursor, _PATH_KEY_INDEX_0006)

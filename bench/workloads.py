@@ -96,7 +96,8 @@ class Raw:
     def history(self, session_id: str) -> list[dict]:
         leaf = self.leaf(session_id)
         cur = self.execute(
-            orm._PATH_CTE + "SELECT m.content FROM path JOIN assistant_messages m ON m.seq = path.seq "
+            orm.path_cte(self.vendor) + "SELECT m.content FROM path "
+            "JOIN assistant_messages m ON m.session_id = path.sid AND m.seq = path.seq "
             "ORDER BY path.n DESC",
             [session_id, leaf, orm.path_key_prefix(session_id), 10**9],
         )
@@ -105,8 +106,9 @@ class Raw:
     def recent(self, session_id: str, n: int) -> list[dict]:
         leaf = self.leaf(session_id)
         cur = self.execute(
-            orm._PATH_CTE.replace("WHERE path.n < %s", "WHERE path.n < %s AND path.n + 1 < " + str(n))
-            + "SELECT m.content FROM path JOIN assistant_messages m ON m.seq = path.seq ORDER BY path.n DESC",
+            orm.path_cte(self.vendor).replace("WHERE path.n < %s", "WHERE path.n < %s AND path.n + 1 < " + str(n))
+            + "SELECT m.content FROM path JOIN assistant_messages m ON m.session_id = path.sid AND m.seq = path.seq "
+            "ORDER BY path.n DESC",
             [session_id, leaf, orm.path_key_prefix(session_id), 10**9],
         )
         return [json.loads(r[0]) for r in cur.fetchall()]
@@ -131,11 +133,12 @@ class Raw:
 
     def fork(self, source: str, target: str, leaf: str) -> int:
         statement = (
-            orm._PATH_CTE
+            orm.path_cte(self.vendor)
             + "INSERT INTO assistant_messages (id, session_id, parent_id, role, content, text_content, created_at,"
             " tokens, depth, path_tokens) SELECT 'f' || m.id, %s, CASE WHEN m.parent_id IS NULL THEN NULL ELSE"
             " 'f' || m.parent_id END, m.role, m.content, m.text_content, m.created_at, m.tokens, m.depth,"
-            " m.path_tokens FROM path JOIN assistant_messages m ON m.seq = path.seq ORDER BY path.n DESC"
+            " m.path_tokens FROM path JOIN assistant_messages m ON m.session_id = path.sid AND m.seq = path.seq"
+            " ORDER BY path.n DESC"
         )
         params = [source, leaf, orm.path_key_prefix(source), 10**9, target]
         if self.vendor == "postgresql":

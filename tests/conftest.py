@@ -10,7 +10,8 @@ from django.conf import settings
 
 
 def pytest_report_header(config):
-    return f"agent_sessions test database: {settings.DB} ({settings.DATABASES['default']['NAME']})"
+    partitions = f", {settings.TEST_PARTITIONS} hash partitions" if settings.TEST_PARTITIONS else ""
+    return f"agent_sessions test database: {settings.DB} ({settings.DATABASES['default']['NAME']}{partitions})"
 
 
 # Tests for one database carry a marker; they run in that database's run of `make test`.
@@ -85,6 +86,20 @@ def build():
 @pytest.fixture
 def is_postgres() -> bool:
     return settings.DB == "postgres"
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """The test database, hash-partitioned right after migrations when TEST_PARTITIONS is set."""
+    if settings.TEST_PARTITIONS:
+        from django.core.management import call_command
+
+        with django_db_blocker.unblock():
+            # No ANALYZE: the statistics stay as fresh-from-migrate as in the unpartitioned run.
+            call_command(
+                "partition_tables", partitions=settings.TEST_PARTITIONS, no_analyze=True, no_progress=True, verbosity=0
+            )
+    yield
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -46,6 +46,16 @@ else:
 if os.environ.get("AGENT_SESSIONS_DB_NAME"):
     DATABASES["default"]["NAME"] = os.environ["AGENT_SESSIONS_DB_NAME"]
 
+# A read replica for the router test (tests/test_replicas.py): in tests it mirrors the
+# default database (same data, its own connection); only a router sends queries there.
+DATABASES["replica"] = {**DATABASES["default"], "TEST": {"MIRROR": "default"}}
+
+# AGENT_SESSIONS_TEST_PARTITIONS=16: hash-partition the growing tables of the test database
+# right after migrations (tests/conftest.py), so the whole suite runs on partitioned tables.
+TEST_PARTITIONS = int(os.environ.get("AGENT_SESSIONS_TEST_PARTITIONS") or 0)
+if TEST_PARTITIONS and DB != "postgres":
+    raise RuntimeError("AGENT_SESSIONS_TEST_PARTITIONS needs AGENT_SESSIONS_TEST_DB=postgres")
+
 SECRET_KEY = "tests-not-a-secret"
 DEBUG = False
 ALLOWED_HOSTS = ["127.0.0.1", "localhost", "testserver"]

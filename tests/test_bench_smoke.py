@@ -29,3 +29,28 @@ def test_bench_smoke_runs_every_workload(tmp_path):
     assert workloads == {"1", "2", "3a", "3b", "4", "5", "6"}
     assert {r["impl"] for r in rows} >= {"ours", "raw SQL"}
     assert "ours ÷ this" in proc.stdout
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.postgres_only  # bench.scale compares PostgreSQL layouts
+def test_bench_scale_smoke(tmp_path):
+    out = tmp_path / "scale.json"
+    env = dict(os.environ, BENCH_PG_NAME=f"agent_sessions_bench_scale_smoke_{os.getpid()}", PYTHONPATH=str(ROOT))
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.scale", "--messages", "3000", "--small", "1500", "--sessions", "20",
+         "--partitions", "4", "--rounds", "1", "--json", str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=280,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(out.read_text())
+    assert [(r["layout"], r["rows"]) for r in report["runs"]] == [
+        ("plain", 1500), ("partitioned", 1500), ("plain", 3000), ("partitioned", 3000)
+    ]
+    for run in report["runs"]:
+        assert set(run["medians_s"]) == {
+            "append (ordinary session)", "append (1,000-deep session)", "history of a 1,000-deep path",
+            "per-session search", "cross-session search",
+        }
+        assert run["table_bytes"] > 0 and run["indexes_bytes"] > run["table_bytes"] / 10 and run["load_s"] >= 0
+    assert "large ÷ small" in proc.stdout

@@ -114,16 +114,17 @@ def test_path_walk_steps_through_the_key_index(session):
     With ``session_id = … AND id = …`` Postgres scanned the whole session at every step when its
     statistics were stale (2.9 s for a 3,000-deep path instead of 12 ms).
     """
-    from agent_sessions.storage.orm import _PATH_CTE, path_key_prefix
+    from agent_sessions.storage.orm import path_cte, path_key_prefix
 
     bulk_chain(session.session_id, 200)
+    walk = path_cte(connection.vendor)
     params = [session.session_id, "m199", path_key_prefix(session.session_id), 10**6]
     with connection.cursor() as cursor:
         explain = "EXPLAIN " if connection.vendor == "postgresql" else "EXPLAIN QUERY PLAN "
-        cursor.execute(explain + _PATH_CTE + "SELECT count(*) FROM path", params)
+        cursor.execute(explain + walk + "SELECT count(*) FROM path", params)
         plan = "\n".join(" ".join(str(col) for col in row) for row in cursor.fetchall())
         assert "assistant_msg_path_key" in plan, plan
-        cursor.execute(_PATH_CTE + "SELECT count(*) FROM path", params)
+        cursor.execute(walk + "SELECT count(*) FROM path", params)
         assert cursor.fetchone()[0] == 200
 
 

@@ -93,12 +93,13 @@ _INSERT = (
     "RETURNING seq, parent_id, depth, path_tokens"
 )
 
-# Each step of a walk finds the parent through an expression index over this
-# injective key (length-prefixed session id, then id).  No other index can serve
-# that predicate, so the step is an index probe whatever the statistics say: with
-# ``m.session_id = %s AND m.id = …`` Postgres, believing a freshly loaded session
-# had one row, scanned the whole session at every step (2.9 s for a 3,000-deep
-# path instead of 12 ms).  The parameter is :func:`path_key_prefix`.
+# Each step of a walk finds the parent by this injective key (length-prefixed
+# session id, then id) alone, through the unique index ``assistant_msg_path_key``
+# on (key, session_id).  No other index can serve that predicate, so the step is
+# an index probe whatever the statistics say: with ``m.session_id = … AND m.id = …``
+# (a constant or a carried session id alike) Postgres, believing a freshly loaded
+# session had one row, scanned the whole session at every step (2.9 s for a
+# 3,000-deep path instead of 12 ms).  The parameter is :func:`path_key_prefix`.
 _PATH_KEY = "CAST(length({t}session_id) AS TEXT) || ':' || {t}session_id || {t}id"
 
 
@@ -107,33 +108,69 @@ def path_key_prefix(session_id: str) -> str:
     return f"{len(session_id)}:{session_id}"
 
 
+# One step: the row whose key is the prefix plus the current row's parent_id, as ``m``.
+# Postgres gets a LATERAL probe: it cannot be turned into a hash join over the whole
+# table, which is what the planner picked on small hash-partitioned tables (a join
+# against every partition looks dear before run-time pruning).  SQLite has no LATERAL
+# and always probes the index.
+_STEP = {
+    "sqlite": "FROM path JOIN assistant_messages m ON " + _PATH_KEY.format(t="m.") + " = %s || path.parent_id",
+    "postgresql": (
+        "FROM path CROSS JOIN LATERAL (SELECT s.seq, s.session_id, s.parent_id, s.content FROM assistant_messages s"
+        " WHERE " + _PATH_KEY.format(t="s.") + " = %s || path.parent_id LIMIT 1) m"
+    ),
+}
+
 # Root-ward walk from a leaf, carrying only keys; ``n`` is the distance from
 # the leaf.  The depth guard only stops a parent cycle a foreign writer made.
-_PATH_CTE = (
-    "WITH RECURSIVE path(seq, parent_id, n) AS ("
-    "  SELECT seq, parent_id, 0 FROM assistant_messages WHERE session_id = %s AND id = %s"
+_PATH_TEMPLATE = (
+    "WITH RECURSIVE path(seq, sid, parent_id, n) AS ("
+    "  SELECT seq, session_id, parent_id, 0 FROM assistant_messages WHERE session_id = %s AND id = {leaf}"
     "  UNION ALL"
-    "  SELECT m.seq, m.parent_id, path.n + 1 FROM assistant_messages m JOIN path"
-    "    ON " + _PATH_KEY.format(t="m.") + " = %s || path.parent_id WHERE path.n < %s"
+    "  SELECT m.seq, m.session_id, m.parent_id, path.n + 1 {step} WHERE path.n < %s"
     ") "
 )
 
 # Recent suffix: the walk stops one row after the byte budget is spent.
-_RECENT_CTE = (
-    "WITH RECURSIVE path(seq, parent_id, n, total) AS ("
-    "  SELECT seq, parent_id, 0, {bytes} FROM assistant_messages WHERE session_id = %s AND id = %s"
+_RECENT_TEMPLATE = (
+    "WITH RECURSIVE path(seq, sid, parent_id, n, total) AS ("
+    "  SELECT seq, session_id, parent_id, 0, {{bytes}} FROM assistant_messages WHERE session_id = %s AND id = {leaf}"
     "  UNION ALL"
-    "  SELECT m.seq, m.parent_id, path.n + 1, path.total + {mbytes} FROM assistant_messages m JOIN path"
-    "    ON " + _PATH_KEY.format(t="m.") + " = %s || path.parent_id"
+    "  SELECT m.seq, m.session_id, m.parent_id, path.n + 1, path.total + {{mbytes}} {step}"
     "  WHERE path.n < %s AND (path.n < %s OR path.total <= %s)"
     ") "
 )
 
-# The same walks starting from the latest leaf, found inside the same query
+# The same walks may start from the latest leaf, found inside the same query
 # (one round trip instead of two); parameters: latest_leaf_params() in place of the leaf id.
 _LATEST_ID = "(SELECT latest.id FROM (" + _LATEST_LEAF + ") latest)"
-_PATH_CTE_LATEST = _PATH_CTE.replace("AND id = %s", "AND id = " + _LATEST_ID, 1)
-_RECENT_CTE_LATEST = _RECENT_CTE.replace("AND id = %s", "AND id = " + _LATEST_ID, 1)
+
+
+def _walks(template: str) -> dict[tuple[str, bool], str]:
+    return {
+        (vendor, latest): template.format(leaf=_LATEST_ID if latest else "%s", step=step)
+        for vendor, step in _STEP.items()
+        for latest in (False, True)
+    }
+
+
+_PATH_CTES = _walks(_PATH_TEMPLATE)
+_RECENT_CTES = _walks(_RECENT_TEMPLATE)
+
+
+def path_cte(vendor: str, *, latest: bool = False) -> str:
+    """The root-ward walk CTE ``path(seq, sid, parent_id, n)``; parameters: session id, leaf id
+    (or :func:`latest_leaf_params` when ``latest``), :func:`path_key_prefix`, depth limit."""
+    return _PATH_CTES[vendor, latest]
+
+
+def recent_cte(vendor: str, *, latest: bool = False) -> str:
+    """The walk that stops past a byte budget (``{bytes}``/``{mbytes}`` still to fill)."""
+    return _RECENT_CTES[vendor, latest]
+
+
+# Joins a walk's rows back to their content, by the primary key (session_id, seq).
+_PATH_ROW = "m.session_id = path.sid AND m.seq = path.seq"
 
 # Re-derive depth and running tokens below the given roots (after an update
 # or a delete changed what lies above them).
@@ -146,7 +183,7 @@ _REPAIR_SUBTREE = (
     ") "
     "UPDATE assistant_messages SET depth = (SELECT sub.depth FROM sub WHERE sub.seq = assistant_messages.seq), "
     "path_tokens = (SELECT sub.path_tokens FROM sub WHERE sub.seq = assistant_messages.seq) "
-    "WHERE seq IN (SELECT seq FROM sub)"
+    "WHERE session_id = %s AND seq IN (SELECT seq FROM sub)"
 )
 
 
@@ -233,7 +270,7 @@ class DjangoSessionProvider:
 
     def _walk(self, leaf_id: str | None) -> tuple[str, list]:
         """The root-ward walk CTE from ``leaf_id`` (None: the latest leaf) and its parameters."""
-        cte = _PATH_CTE if leaf_id is not None else _PATH_CTE_LATEST
+        cte = path_cte(self.connection.vendor, latest=leaf_id is None)
         params = [self.session_id, *self._leaf_params(leaf_id), path_key_prefix(self.session_id)]
         return cte, [*params, conf.max_path_depth()]
 
@@ -246,7 +283,7 @@ class DjangoSessionProvider:
         """Root→leaf messages as stored, without overlays (one query, the leaf lookup included)."""
         cte, params = self._walk(leaf_id)
         rows = self._fetchall(
-            cte + "SELECT m.content FROM path JOIN assistant_messages m ON m.seq = path.seq ORDER BY path.n DESC",
+            cte + "SELECT m.content FROM path JOIN assistant_messages m ON " + _PATH_ROW + " ORDER BY path.n DESC",
             params,
         )
         return [json.loads(r[0]) for r in rows]
@@ -273,7 +310,8 @@ class DjangoSessionProvider:
         if row[1] is not None:
             return int(row[1])
         # Rows from a foreign writer carry no depth: count the walk instead.
-        return int(self._fetchone(_PATH_CTE + "SELECT count(*) FROM path", self._path_params(leaf))[0])
+        walk = path_cte(self.connection.vendor)
+        return int(self._fetchone(walk + "SELECT count(*) FROM path", self._path_params(leaf))[0])
 
     def get_branches(self, message_id: str) -> list[dict]:
         """Children of a message, oldest first."""
@@ -288,7 +326,7 @@ class DjangoSessionProvider:
         cte, params = self._walk(leaf_id)
         size = self.backend.BYTES_EXPR.format(col="m.content")
         rows = self._fetchall(
-            cte + f"SELECT m.id, m.role, {size} FROM path JOIN assistant_messages m ON m.seq = path.seq "
+            cte + f"SELECT m.id, m.role, {size} FROM path JOIN assistant_messages m ON {_PATH_ROW} "
             "ORDER BY path.n DESC",
             params,
         )
@@ -304,12 +342,12 @@ class DjangoSessionProvider:
         """
         min_recent = max(1, int(min_recent_messages))
         budget = int(max_content_bytes)
-        sql = (_RECENT_CTE if leaf_id is not None else _RECENT_CTE_LATEST).format(
+        sql = recent_cte(self.connection.vendor, latest=leaf_id is None).format(
             bytes=self.backend.BYTES_EXPR.format(col="content"),
             mbytes=self.backend.BYTES_EXPR.format(col="m.content"),
         )
         rows = self._fetchall(
-            sql + "SELECT path.n, path.total, m.content FROM path JOIN assistant_messages m ON m.seq = path.seq "
+            sql + "SELECT path.n, path.total, m.content FROM path JOIN assistant_messages m ON " + _PATH_ROW + " "
             "ORDER BY path.n",
             [
                 self.session_id, *self._leaf_params(leaf_id), path_key_prefix(self.session_id),
@@ -440,7 +478,8 @@ class DjangoSessionProvider:
             base_depth, base_tokens = 0, 0
         sql = _REPAIR_SUBTREE.format(root_tokens=f"{int(base_tokens)} + tokens", roots=_placeholders(len(roots)))
         cursor.execute(
-            sql, [int(base_depth) + 1, self.session_id, *roots, self.session_id, conf.max_path_depth()]
+            sql,
+            [int(base_depth) + 1, self.session_id, *roots, self.session_id, conf.max_path_depth(), self.session_id],
         )
 
     def clear_messages(self) -> None:
@@ -547,8 +586,9 @@ class DjangoSessionProvider:
         Keys: ``id, role, content`` (the JSON text), ``text_content, tool_text, created_at, tokens``.
         """
         rows = self._fetchall(
-            _PATH_CTE + "SELECT m.id, m.role, m.content, m.text_content, m.tool_text, m.created_at, m.tokens "
-            "FROM path JOIN assistant_messages m ON m.seq = path.seq ORDER BY path.n DESC",
+            path_cte(self.connection.vendor)
+            + "SELECT m.id, m.role, m.content, m.text_content, m.tool_text, m.created_at, m.tokens "
+            "FROM path JOIN assistant_messages m ON " + _PATH_ROW + " ORDER BY path.n DESC",
             self._path_params(leaf_id),
         )
         keys = ("id", "role", "content", "text_content", "tool_text", "created_at", "tokens")

@@ -164,3 +164,59 @@ def tool_text_index_sql(*, with_tool_text: bool = True) -> list[str]:
     else:
         statements.insert(0, "DROP INDEX IF EXISTS idx_assistant_msg_tool_trgm")
     return statements
+
+
+# ── partition-safe keys (migration 0007) ────────────────────────────
+def _constraint(cursor, table: str, definition: str, kind: str) -> str | None:
+    """Name of ``table``'s constraint of ``kind`` ('p', 'u') whose definition is ``definition``."""
+    cursor.execute(
+        "SELECT conname FROM pg_constraint WHERE conrelid = %s::regclass AND contype = %s "
+        "AND pg_get_constraintdef(oid) = %s",
+        [table, kind, definition],
+    )
+    row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def _replace_primary_key(cursor, table: str, old: str, new: str) -> None:
+    """Swap the primary key ``old`` (a column list) for ``new`` if ``old`` is the current one."""
+    name = _constraint(cursor, table, f"PRIMARY KEY ({old})", "p")
+    if name is not None:
+        cursor.execute(f'ALTER TABLE {table} DROP CONSTRAINT "{name}"')
+        cursor.execute(f"ALTER TABLE {table} ADD CONSTRAINT {table}_pkey PRIMARY KEY ({new})")
+
+
+def upgrade_keys(cursor, path_key_index: str) -> None:
+    """Every key of the growing tables includes session_id; ``seq`` keeps a plain index for pk lookups.
+
+    Handles both layouts: tables created by migration 0001 (primary key ``seq``)
+    and tables adopted from the seed's DDL (primary keys ``(session_id, id)`` and ``id``).
+    """
+    _replace_primary_key(cursor, "assistant_messages", "seq", "session_id, seq")
+    _replace_primary_key(cursor, "assistant_compactions", "seq", "session_id, seq")
+    _replace_primary_key(cursor, "assistant_compactions", "id", "session_id, id")
+    for statement in (
+        "DROP INDEX IF EXISTS assistant_messages_seq_uniq",
+        "DROP INDEX IF EXISTS assistant_compactions_seq_uniq",
+        "CREATE INDEX IF NOT EXISTS assistant_msg_seq ON assistant_messages (seq)",
+        "CREATE INDEX IF NOT EXISTS assistant_cmp_seq ON assistant_compactions (seq)",
+        "DROP INDEX IF EXISTS assistant_msg_path_key",
+        path_key_index,
+    ):
+        cursor.execute(statement)
+
+
+def downgrade_keys(cursor, old_path_key_index: str) -> None:
+    """Reverse of :func:`upgrade_keys` for tables created by migration 0001 (not partitioned)."""
+    cursor.execute("SELECT relkind FROM pg_class WHERE oid = 'assistant_messages'::regclass")
+    if cursor.fetchone()[0] == "p":
+        raise RuntimeError("assistant_messages is partitioned: keys without session_id cannot be restored")
+    _replace_primary_key(cursor, "assistant_messages", "session_id, seq", "seq")
+    _replace_primary_key(cursor, "assistant_compactions", "session_id, seq", "seq")
+    for statement in (
+        "DROP INDEX IF EXISTS assistant_msg_seq",
+        "DROP INDEX IF EXISTS assistant_cmp_seq",
+        "DROP INDEX IF EXISTS assistant_msg_path_key",
+        old_path_key_index,
+    ):
+        cursor.execute(statement)

@@ -259,3 +259,15 @@ def tool_text_index_sql(*, with_tool_text: bool = True) -> list[str]:
         view,
         *_fts_sql(m.trigram, m.table, columns, "trigram", content=TRIGRAM_SOURCE, values={m.extra: _TRIGRAM_TOOL_TEXT}),
     ]
+
+
+def upgrade_keys(cursor, path_key_index: str) -> None:
+    """SQLite keeps ``seq`` as its rowid key (no partitions); only the walk's key index gains session_id."""
+    cursor.execute("DROP INDEX IF EXISTS assistant_msg_path_key")
+    cursor.execute(path_key_index)
+
+
+def downgrade_keys(cursor, old_path_key_index: str) -> None:
+    """Reverse of :func:`upgrade_keys`."""
+    cursor.execute("DROP INDEX IF EXISTS assistant_msg_path_key")
+    cursor.execute(old_path_key_index)
