@@ -455,6 +455,11 @@ def _is_eager() -> bool:
     return bool(compact_session.app.conf.task_always_eager)
 
 
+def runs_eagerly() -> bool:
+    """True when tasks run in the caller's process (``CELERY_TASK_ALWAYS_EAGER``), not on a worker."""
+    return _is_eager()
+
+
 def enqueue_compaction(
     config_name: str, session_id: str, leaf_id: str | None = None, *, force: bool = True, using: str | None = None
 ) -> CompactionJob:
