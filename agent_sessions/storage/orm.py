@@ -189,6 +189,17 @@ def permanent_errors_as_invalid() -> Iterator[None]:
 PERMANENT_SQLSTATE_CLASSES = {"22", "54"}
 
 
+def _storable(value: object) -> bool:
+    """True for a string the database can hold (valid UTF-8, no NUL)."""
+    if not isinstance(value, str) or "\x00" in value:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _placeholders(n: int) -> str:
     return ", ".join(["%s"] * n)
 
@@ -233,6 +244,8 @@ class DjangoSessionProvider:
     # ── reads ───────────────────────────────────────────────────────
     def get_message(self, message_id: str) -> dict | None:
         """The stored message with this id in this session, or None."""
+        if not _storable(message_id):
+            return None  # no such id can have been stored (lone surrogates, NUL)
         row = self._fetchone(
             "SELECT content FROM assistant_messages WHERE session_id = %s AND id = %s", [self.session_id, message_id]
         )
