@@ -154,15 +154,34 @@ def test_terminated_backend_next_call_reconnects_nothing_acknowledged_lost(postg
     acked = [f"a{i}" for i in range(5)]
     for mid in acked:
         assert session.append_message(msg(mid))
-    _terminate_backend(_backend_pid())
+    old_pid = _backend_pid()
+    _terminate_backend(old_pid)
 
-    with pytest.raises(DatabaseError):  # the call in flight fails: it was never acknowledged
-        session.append_message(msg("lost-in-flight"))
-    close_old_connections()  # the request boundary (request_started / a Celery task's end)
-    assert session.append_message(msg("lost-in-flight")) is True  # the client's retry goes through
+    # No request boundary, no health checks: the library sees the server closed the idle
+    # connection and reconnects before the next call (a worker or agent loop keeps going).
+    assert session.append_message(msg("after-terminate")) is True
+    assert _backend_pid() != old_pid
     assert session.append_message(msg("after")) is True
     ids = [m["id"] for m in session.get_history()]
-    assert ids == [*acked, "lost-in-flight", "after"]  # nothing acknowledged lost, nothing doubled
+    assert ids == [*acked, "after-terminate", "after"]  # nothing acknowledged lost, nothing doubled
+
+
+@pytest.mark.postgres_only
+def test_a_read_that_fails_on_a_dead_connection_is_retried_once(postgres_only, session_id, monkeypatch):
+    from agent_sessions import reconnect
+
+    session = Session.create().for_session(session_id)
+    assert session.append_message(msg("a0"))
+    monkeypatch.setattr(reconnect, "ensure_connection", lambda using=None: None)  # no pre-check: the read fails
+    from agent_sessions.storage import orm
+
+    monkeypatch.setattr(orm, "ensure_connection", lambda using=None: None)
+    _terminate_backend(_backend_pid())
+    assert [m["id"] for m in session.get_history()] == ["a0"]  # failed once, retried on a fresh connection
+    with pytest.raises(DatabaseError):  # a write is not retried blindly: it may have landed
+        _terminate_backend(_backend_pid())
+        session.append_message(msg("w"))
+    connection.close()
 
 
 @pytest.mark.postgres_only

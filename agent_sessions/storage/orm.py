@@ -23,6 +23,7 @@ from .. import conf
 from ..exceptions import InvalidMessage
 from ..models import Compaction, Message
 from ..overlays import apply_overlays
+from ..reconnect import ensure_connection, read_with_retry
 from ..tokens import estimate_one_message_tokens
 from ..types import (
     HistoryRowStat,
@@ -225,6 +226,8 @@ class DjangoSessionProvider:
 
     @property
     def connection(self):
+        """The alias's connection, replaced first if the server closed it (see :mod:`agent_sessions.reconnect`)."""
+        ensure_connection(self.using)
         return connections[self.using]
 
     @property
@@ -232,14 +235,20 @@ class DjangoSessionProvider:
         return backends.for_alias(self.using)
 
     def _fetchall(self, sql: str, params: list) -> list[tuple]:
-        with self.connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            return cursor.fetchall()
+        def read() -> list[tuple]:
+            with self.connection.cursor() as cursor:
+                cursor.execute(sql, params)
+                return cursor.fetchall()
+
+        return read_with_retry(self.using, read)
 
     def _fetchone(self, sql: str, params: list) -> tuple | None:
-        with self.connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            return cursor.fetchone()
+        def read() -> tuple | None:
+            with self.connection.cursor() as cursor:
+                cursor.execute(sql, params)
+                return cursor.fetchone()
+
+        return read_with_retry(self.using, read)
 
     # ── reads ───────────────────────────────────────────────────────
     def get_message(self, message_id: str) -> dict | None:
