@@ -65,16 +65,14 @@ def _point_broker_at(app, url: str) -> None:
                 pass
     app._pool = None
     app.amqp._producer_pool = None
-    app.conf.update(broker_url=url, task_always_eager=False, broker_connection_timeout=1,
-                    broker_connection_max_retries=0, task_publish_retry=False)
+    app.conf.update(broker_url=url, task_always_eager=False)  # timeouts and retries as shipped
 
 
 @pytest.fixture
 def broker(monkeypatch):
     """Yields a function that points the broker at a URL; restores eager mode afterwards."""
     app = jobs.compact_session.app
-    keys = ("broker_url", "task_always_eager", "broker_connection_timeout", "broker_connection_max_retries",
-            "task_publish_retry")
+    keys = ("broker_url", "task_always_eager")
     saved = {key: app.conf[key] for key in keys}
     yield lambda url: _point_broker_at(app, url)
     _point_broker_at(app, saved["broker_url"])
@@ -97,14 +95,13 @@ def test_redis_down_appends_succeed_and_the_sweep_recovers_the_compaction(broker
         slowest = max(slowest, time.monotonic() - started)
         acked.append(f"m{i}")
     assert [m["id"] for m in session.get_history()] == acked  # every append stored
-    assert slowest < 5, f"an append waited {slowest:.1f}s for the dead broker"
+    assert slowest <= 2, f"an append waited {slowest:.1f}s for the dead broker"
     status = jobs.get_compaction_status(session_id)
     assert status["status"] == "pending" and "enqueue failed" in status["last_error"]
     assert session.get_compactions() == []
     assert sessions_registry.ERRORS, "the enqueue failure reached on_compaction_error"
 
-    settings.AGENT_SESSIONS_COMPACTION_PENDING_GRACE_SECONDS = 0
-    broker(REDIS_URL)
+    broker(REDIS_URL)  # nothing was published, so the sweep re-sends it at once (no grace period)
     try:
         assert jobs.sweep_pending_compactions() == 1
         raw = client.lpop(queue)
