@@ -166,3 +166,19 @@ def test_the_sweeper_resends_an_expired_named_job(queue, session_id, monkeypatch
     job = CompactionJob.objects.get(session_id=session_id)
     assert job.status == "pending" and job.holder == "" and job.enqueued_at is not None
     assert jobs.sweep_pending_compactions() == 0  # published and within the grace period: left alone
+
+
+def test_compact_sessions_reports_what_it_sent(queue, session_id, monkeypatch):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    sent = []
+    monkeypatch.setattr(jobs.compact_session, "apply_async", lambda *a, **k: sent.append(k))
+    fill(session_id, 5)
+    out = StringIO()
+    call_command("compact_sessions", session_id, "--config", sessions_registry.FAST, "--no-progress", stdout=out)
+    assert "Compaction: 1 published." in out.getvalue() and len(sent) == 1  # a worker runs it, not this process
+    out = StringIO()
+    call_command("compact_sessions", session_id, "--config", sessions_registry.FAST, "--no-progress", stdout=out)
+    assert "Compaction: 1 skipped (already queued or running)." in out.getvalue() and len(sent) == 1
