@@ -15,6 +15,7 @@ _EXPORTS: dict[str, str] = {
     # exceptions
     "AgentSessionsError": "exceptions",
     "InvalidMessage": "exceptions",
+    "MessageTooLarge": "exceptions",
     "SearchNotSupported": "exceptions",
     "ContextReadOnly": "exceptions",
     "ContextTooLarge": "exceptions",

@@ -15,6 +15,11 @@ DEFAULTS: dict[str, Any] = {
     "MAX_MESSAGE_BYTES": 4 * 1024 * 1024,
     "MAX_PARTS": 10_000,
     "MAX_QUERY_LENGTH": 1_000,
+    # Longest message id and session id, in UTF-8 bytes (btree index rows must stay small).
+    "MAX_ID_BYTES": 512,
+    # Budget of distinct indexed words (UTF-8 bytes, estimated high) in one message's search
+    # text; beyond it the text is indexed truncated (Postgres refuses tsvectors over 1 MB).
+    "MAX_INDEXED_TEXT_BYTES": 1_000_000,
     # Deepest nesting of dicts/lists in a message (the message itself is level 1).
     "MAX_JSON_DEPTH": 64,
     # Rows scanned (newest first, per scope) when no index can answer a query (CJK words under 3 characters).
@@ -33,8 +38,15 @@ DEFAULTS: dict[str, Any] = {
     "SUMMARIZER_MODEL": "gpt-4o-mini",
     "SUMMARIZER_API_KEY": None,
     # Auto-compaction jobs (agent_sessions.tasks).
-    # How long a compaction run holds a session's lease before others may take it over.
-    "COMPACTION_LEASE_SECONDS": 600,
+    # How long a compaction run's lease lasts without a heartbeat; a live run renews it every
+    # COMPACTION_HEARTBEAT_SECONDS, so a dead holder (on another host) is taken over after this.
+    "COMPACTION_LEASE_SECONDS": 60,
+    "COMPACTION_HEARTBEAT_SECONDS": 10,
+    # A Celery worker re-sends pending and orphaned jobs this often (0: only at worker start);
+    # no beat needed.
+    "COMPACTION_SWEEP_SECONDS": 30,
+    # Longest an append waits for the broker when it publishes a compaction task.
+    "ENQUEUE_TIMEOUT_SECONDS": 1.0,
     # Retries of a compaction task on transient errors (database, summariser network).
     "COMPACTION_MAX_RETRIES": 5,
     # Upper bound of the exponential retry backoff, in seconds.
@@ -99,6 +111,27 @@ def skill_scan_window_bytes() -> int:
 
 def compaction_lease_seconds() -> float:
     return float(get("COMPACTION_LEASE_SECONDS"))
+
+
+def compaction_heartbeat_seconds() -> float:
+    """Seconds between lease renewals of a running compaction (at most a third of the lease)."""
+    return max(0.05, min(float(get("COMPACTION_HEARTBEAT_SECONDS")), compaction_lease_seconds() / 3))
+
+
+def compaction_sweep_seconds() -> float:
+    return float(get("COMPACTION_SWEEP_SECONDS"))
+
+
+def enqueue_timeout_seconds() -> float:
+    return max(0.05, float(get("ENQUEUE_TIMEOUT_SECONDS")))
+
+
+def max_id_bytes() -> int:
+    return int(get("MAX_ID_BYTES"))
+
+
+def max_indexed_text_bytes() -> int:
+    return int(get("MAX_INDEXED_TEXT_BYTES"))
 
 
 def compaction_max_retries() -> int:

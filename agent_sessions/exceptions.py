@@ -9,6 +9,10 @@ class InvalidMessage(AgentSessionsError, ValueError):
     """A message is not a valid UIMessage dict; nothing was written."""
 
 
+class MessageTooLarge(InvalidMessage):
+    """A message or id over a size limit (``AGENT_SESSIONS_MAX_MESSAGE_BYTES``, ``…_MAX_ID_BYTES``, ``…_PARTS``)."""
+
+
 class SearchNotSupported(AgentSessionsError):
     """The storage behind a session cannot run full-text search."""
 

@@ -204,6 +204,13 @@ class CompactionJob(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     lease_until = models.DateTimeField(null=True, blank=True)
+    holder = models.TextField(
+        default="", blank=True, help_text="Who runs it: host:pid:start-time:task (empty when no run holds the lease)."
+    )
+    heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="Last sign of life of the running holder.")
+    enqueued_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the pending request reached the broker (empty: not published yet)."
+    )
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

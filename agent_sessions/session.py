@@ -15,7 +15,7 @@ from .session_compaction import CompactionMixin
 from .session_context import ContextConfig, ContextMixin
 from .storage.orm import OMITTED, AppendOutcome, DjangoSessionProvider
 from .tool_results import ToolResultMixin
-from .types import HistoryRowStat, RecentHistory, SearchResult, dump_message, validate_message
+from .types import HistoryRowStat, RecentHistory, SearchResult, check_id_length, dump_message, validate_message
 
 _ASYNC = (
     "append_message",
@@ -69,6 +69,7 @@ class Session(ContextMixin, CompactionMixin, ToolResultMixin):
         """Namespace this session: messages, memory blocks and the stored prompt are keyed by it."""
         if not isinstance(session_id, str) or "\x00" in session_id:
             raise ValueError("session_id must be a string without NUL characters")
+        check_id_length(session_id, "session id")
         self._session_id = session_id
         if isinstance(self._storage, DjangoSessionProvider):
             self._storage.session_id = session_id

@@ -101,19 +101,55 @@ class CompactionMixin:
         """Summarise the middle of the path to ``leaf_id`` (latest leaf by default) into an overlay.
 
         Returns the stored range and summary, or None when the function found nothing to
-        compact or returned a range that is not visible on this path.  Raises
-        ``CompactionNotConfigured`` without ``on_compaction``; the function's own errors
-        (e.g. the summariser's) propagate.
+        compact, returned a range that is not visible on this path, or another compaction
+        of this session (manual or automatic, in any process) is running: both take the
+        same job lease, so the summariser never runs twice at once for one session.
+        Raises ``CompactionNotConfigured`` without ``on_compaction``; the function's own
+        errors (e.g. the summariser's) propagate.
         """
         fn = self._require_compact_fn()
+        from . import tasks
+
+        with tasks.manual_lease(self) as run:
+            if not run.held:
+                logger.info("agent_sessions: session %r is being compacted already", getattr(self, "session_id", ""))
+                return None
+            result = self._compact_with(fn, leaf_id)
+            run.compacted = result is not None
+            return result
+
+    def _compact_unlocked(self, leaf_id: str | None = None) -> CompactResult | None:
+        """:meth:`compact` for a caller that holds the session's lease already (the Celery task)."""
+        return self._compact_with(self._require_compact_fn(), leaf_id)
+
+    def _compact_with(self, fn: Callable, leaf_id: str | None) -> CompactResult | None:
         plan = self._compaction_plan(leaf_id)
         if plan is None:
             return None
         return self._store_compaction(plan, call(fn, plan.history, self._compact_context()))
 
     async def acompact(self, leaf_id: str | None = None) -> CompactResult | None:
-        """Async twin of :meth:`compact`; awaits the function (its ``acall`` when it has one)."""
+        """Async twin of :meth:`compact` (same lease); awaits the function (its ``acall`` when it has one)."""
         fn = self._require_compact_fn()
+        from . import tasks
+
+        lease = tasks.manual_lease(self)
+        run = await sync_to_async(lease.__enter__, thread_sensitive=True)()
+        try:
+            if not run.held:
+                logger.info("agent_sessions: session %r is being compacted already", getattr(self, "session_id", ""))
+                result = None
+            else:
+                result = await self._acompact_with(fn, leaf_id)
+                run.compacted = result is not None
+        except BaseException as exc:
+            if not await sync_to_async(lease.__exit__, thread_sensitive=True)(type(exc), exc, exc.__traceback__):
+                raise
+            return None
+        await sync_to_async(lease.__exit__, thread_sensitive=True)(None, None, None)
+        return result
+
+    async def _acompact_with(self, fn: Callable, leaf_id: str | None) -> CompactResult | None:
         plan = await sync_to_async(self._compaction_plan, thread_sensitive=True)(leaf_id)
         if plan is None:
             return None

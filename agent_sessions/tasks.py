@@ -22,19 +22,25 @@ re-enqueues it.  Suggested beat schedule::
 from __future__ import annotations
 
 import logging
+import os
 import threading
-from contextlib import nullcontext
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import contextmanager, nullcontext
 from datetime import datetime, timedelta
 from importlib import import_module
 from typing import Any
 
 import httpx
 from celery import Task, shared_task
+from celery.signals import worker_ready, worker_shutting_down
 from django.db import IntegrityError, InterfaceError, OperationalError, connections, router, transaction
-from django.db.models import F, Q
+from django.db.models import Q
 from django.utils import timezone
 
-from . import conf, registry
+from . import conf, leases, registry
 from .models import CompactionJob
 from .storage.orm import DjangoSessionProvider
 from .summarizers import SummarizerError
@@ -75,11 +81,11 @@ def _describe(error: BaseException) -> str:
 
 
 def _alias(using: str | None) -> str:
-    return using or router.db_for_write(CompactionJob)
+    return leases.alias_for(using)
 
 
 def _jobs(using: str | None):
-    return CompactionJob.objects.using(_alias(using))
+    return leases.jobs(using)
 
 
 def session_alias(session: Any) -> str:
@@ -89,48 +95,22 @@ def session_alias(session: Any) -> str:
 
 
 def _ensure_row(session_id: str, using: str | None, **defaults: Any) -> None:
-    """Create the session's job row if missing (a concurrent creator may win; that is fine)."""
-    if _jobs(using).filter(session_id=session_id).exists():
-        return
-    try:
-        with transaction.atomic(using=_alias(using)):
-            _jobs(using).create(session_id=session_id, **defaults)
-    except IntegrityError:
-        pass
+    leases.ensure_row(session_id, using, **defaults)
 
 
-def acquire_lease(session_id: str, *, using: str | None = None, config_name: str = "") -> datetime | None:
-    """Mark the session's job running unless another run holds a live lease.
+def acquire_lease(
+    session_id: str, *, using: str | None = None, config_name: str = "", label: str | None = None
+) -> str | None:
+    """Mark the session's job running unless a live run holds the lease (see :mod:`agent_sessions.leases`).
 
-    Returns the lease's expiry (the token to release it with), or None when busy.
+    Returns the holder id (the token to release it with), or None when busy.
     """
-    _ensure_row(session_id, using, config_name=config_name)
-    now = timezone.now()
-    until = now + timedelta(seconds=conf.compaction_lease_seconds())
-    free = ~Q(status=Status.RUNNING) | Q(lease_until__lt=now) | Q(lease_until__isnull=True)
-    taken = (
-        _jobs(using)
-        .filter(Q(session_id=session_id) & free)
-        .update(
-            status=Status.RUNNING,
-            lease_until=until,
-            started_at=now,
-            finished_at=None,
-            attempts=F("attempts") + 1,
-            updated_at=now,
-        )
-    )
-    return until if taken else None
+    return leases.acquire(session_id, using=using, config_name=config_name, label=label)
 
 
-def release_lease(session_id: str, token: datetime, *, status: str, error: str = "", using: str | None = None) -> bool:
-    """End a run: record its outcome, if the lease is still ours (it may have expired and moved on)."""
-    now = timezone.now()
-    return bool(
-        _jobs(using)
-        .filter(session_id=session_id, status=Status.RUNNING, lease_until=token)
-        .update(status=status, last_error=error, lease_until=None, finished_at=now, updated_at=now)
-    )
+def release_lease(session_id: str, token: str, *, status: str, error: str = "", using: str | None = None) -> bool:
+    """End a run: record its outcome, if the lease is still ours (it may have been taken over)."""
+    return leases.release(session_id, token, status=status, error=error, using=using)
 
 
 def _record(session_id: str, *, using: str | None = None, **fields: Any) -> None:
@@ -159,20 +139,24 @@ def run_compaction(
     config_name: str = "",
     using: str | None = None,
     failure_status: str = Status.FAILED,
+    label: str | None = None,
 ) -> dict:
     """Compact ``session`` under its lease and record the outcome on its job row.
 
     Without ``force`` the threshold is re-checked under the lease, so a second run (or a
     duplicate task) finds nothing to do.  Returns ``{"status": ...}``: "busy" when another
-    run holds the lease, "idle" when nothing was compacted, "succeeded" otherwise.  Errors
-    are recorded with ``failure_status`` and re-raised.
+    live run holds the lease, "idle" when nothing was compacted, "succeeded" otherwise.
+    Errors are recorded with ``failure_status`` and re-raised.  ``label`` names the run in
+    the lease holder (the Celery task id).
     """
     alias = using or session_alias(session)
-    token = acquire_lease(session.session_id, using=alias, config_name=config_name)
+    token = acquire_lease(session.session_id, using=alias, config_name=config_name, label=label)
     if token is None:
         return {"status": "busy"}
     try:
-        result = session.compact(leaf_id) if force or session._over_threshold(leaf_id) else None
+        with leases.Heartbeat(session.session_id, token, using=alias):
+            over = force or session._over_threshold(leaf_id)
+            result = session._compact_unlocked(leaf_id) if over else None
     except Exception as exc:
         release_lease(session.session_id, token, status=failure_status, error=_describe(exc), using=alias)
         raise
@@ -181,6 +165,46 @@ def run_compaction(
     if result is None:
         return {"status": str(status), "compaction": None}
     return {"status": str(status), "compaction": {"from": result.from_message_id, "to": result.to_message_id}}
+
+
+class ManualRun:
+    """What :func:`manual_lease` yields: whether the lease was taken; set ``compacted`` for the record."""
+
+    def __init__(self, held: bool) -> None:
+        self.held = held
+        self.compacted = False
+
+
+@contextmanager
+def manual_lease(session: Any) -> Iterator[ManualRun]:
+    """The lease a manual ``Session.compact()`` runs under (``run.held`` False: another run holds it).
+
+    ORM sessions take the job row's lease (the one the Celery task takes, heartbeat included)
+    and record the outcome; custom storages take the process-local lock.
+    """
+    if not isinstance(session.storage, DjangoSessionProvider):
+        lock = _local_lock(session)
+        if not lock.acquire(blocking=False):
+            yield ManualRun(False)
+            return
+        try:
+            yield ManualRun(True)
+        finally:
+            lock.release()
+        return
+    alias = session_alias(session)
+    token = acquire_lease(session.session_id, using=alias, label=f"manual-{uuid.uuid4().hex[:12]}")
+    if token is None:
+        yield ManualRun(False)
+        return
+    run = ManualRun(True)
+    try:
+        with leases.Heartbeat(session.session_id, token, using=alias):
+            yield run
+    except Exception as exc:
+        release_lease(session.session_id, token, status=Status.FAILED, error=_describe(exc), using=alias)
+        raise
+    release_lease(session.session_id, token, status=Status.SUCCEEDED if run.compacted else Status.IDLE, using=alias)
 
 
 def compact_inline(session: Any, leaf_id: str | None = None) -> dict:
@@ -212,7 +236,7 @@ def _compact_with_local_lock(session: Any, leaf_id: str | None) -> dict:
     if not lock.acquire(blocking=False):
         return {"status": "busy"}
     try:
-        result = session.compact(leaf_id) if session._over_threshold(leaf_id) else None
+        result = session._compact_unlocked(leaf_id) if session._over_threshold(leaf_id) else None
     except Exception as exc:  # noqa: BLE001 - never fatal to the append
         session._report_auto_error(exc)
         return {"status": str(Status.FAILED), "error": _describe(exc)}
@@ -277,12 +301,13 @@ def compact_session(
     try:
         return run_compaction(
             session, leaf_id=leaf_id, force=force, config_name=config_name, using=alias,
-            failure_status=Status.FAILED if not retries_left else Status.PENDING,
+            failure_status=Status.FAILED if not retries_left else Status.PENDING, label=self.request.id,
         )
     except Exception as exc:  # noqa: BLE001
         if is_transient(exc) and retries_left:
             logger.warning("agent_sessions: compaction of %r failed, will retry: %s", session_id, _describe(exc))
-            _record(session_id, using=alias, status=Status.PENDING, requested_at=timezone.now())
+            now = timezone.now()
+            _record(session_id, using=alias, status=Status.PENDING, requested_at=now, enqueued_at=now)
             if isinstance(exc, (OperationalError, InterfaceError, TransientCompactionError)):
                 raise
             raise TransientCompactionError(_describe(exc)) from exc
@@ -292,33 +317,44 @@ def compact_session(
         return {"status": str(Status.FAILED), "error": _describe(exc)}
 
 
-def _stale_jobs(using: str | None):
+def _orphaned(job: CompactionJob, now: datetime) -> bool:
+    """A running job nobody runs any more: its lease expired, or its holder died on this host."""
+    if job.lease_until is None or job.lease_until < now:
+        return True
+    return bool(job.holder) and leases.holder_is_dead(job.holder)
+
+
+def _stale_jobs(using: str | None) -> list[CompactionJob]:
+    """Pending jobs never published or waiting past the grace period, and orphaned running ones."""
     now = timezone.now()
     grace = now - timedelta(seconds=conf.compaction_pending_grace_seconds())
-    stale_pending = Q(status=Status.PENDING) & (Q(requested_at__lt=grace) | Q(requested_at__isnull=True))
-    expired = Q(status=Status.RUNNING, lease_until__lt=now)
-    return _jobs(using).filter(stale_pending | expired)
+    unsent = Q(status=Status.PENDING) & (
+        Q(enqueued_at__isnull=True) | Q(requested_at__lt=grace) | Q(requested_at__isnull=True)
+    )
+    running = list(_jobs(using).filter(status=Status.RUNNING))
+    return list(_jobs(using).filter(unsent)) + [job for job in running if _orphaned(job, now)]
 
 
 @shared_task(name="agent_sessions.tasks.sweep_pending_compactions")
 def sweep_pending_compactions(using: str | None = None) -> int:
-    """Re-enqueue jobs stuck ``pending`` (enqueue failed) or ``running`` past their lease.
+    """Re-send jobs left ``pending`` (publish failed, or nothing ran them) or orphaned while ``running``.
 
-    Inline jobs (no configuration name) cannot be re-run by a worker; an expired one is
-    marked failed.  Returns how many jobs were re-enqueued.
+    Workers run this at start and every ``AGENT_SESSIONS_COMPACTION_SWEEP_SECONDS`` (no beat
+    needed); beat may run it too.  Inline jobs (no configuration name) cannot be re-run by a
+    worker; an orphaned one is marked failed.  Returns how many jobs were published.
     """
     count = 0
     for job in _stale_jobs(using):
+        same = _jobs(using).filter(pk=job.pk, status=job.status, updated_at=job.updated_at, holder=job.holder)
+        now = timezone.now()
         if not job.config_name:
-            _jobs(using).filter(pk=job.pk, status=job.status, updated_at=job.updated_at).update(
-                status=Status.FAILED, lease_until=None, last_error=job.last_error or "lease expired: the run stopped",
-                updated_at=timezone.now(),
-            )
+            same.update(
+                status=Status.FAILED, lease_until=None, holder="",
+                last_error=job.last_error or "lease expired: the run stopped", updated_at=now,
+            )  # fmt: skip
             continue
-        claimed = (
-            _jobs(using)
-            .filter(pk=job.pk, status=job.status, updated_at=job.updated_at)
-            .update(status=Status.PENDING, lease_until=None, requested_at=timezone.now(), updated_at=timezone.now())
+        claimed = same.update(
+            status=Status.PENDING, lease_until=None, holder="", requested_at=now, enqueued_at=None, updated_at=now
         )
         if claimed and _send(job.config_name, job.session_id, job.leaf_id, job.force, using) is None:
             count += 1
@@ -327,13 +363,27 @@ def sweep_pending_compactions(using: str | None = None) -> int:
 
 # ── enqueueing and status ────────────────────────────────────────────────────
 
+PUBLISHED, JOINED, UNSENT = "published", "joined", "failed to publish"
+
+
+class EnqueueTimeout(Exception):
+    """The broker did not take the task within ``AGENT_SESSIONS_ENQUEUE_TIMEOUT_SECONDS``."""
+
 
 def _claim_pending(config_name: str, session_id: str, leaf_id: str | None, force: bool, using: str | None) -> bool:
-    """Move the job to ``pending`` unless a run is queued (recently) or running: True if we did."""
+    """Move the job to ``pending`` unless a run is queued (published, recently) or running: True if we did.
+
+    A pending job whose publish failed is claimed again at once, so the next append (or a
+    manual request) re-sends it.
+    """
     now = timezone.now()
     grace = now - timedelta(seconds=conf.compaction_pending_grace_seconds())
-    busy = Q(status=Status.RUNNING, lease_until__gte=now) | Q(status=Status.PENDING, requested_at__gte=grace)
-    fields = dict(config_name=config_name, leaf_id=leaf_id, force=force, requested_at=now, updated_at=now)
+    busy = Q(status=Status.RUNNING, lease_until__gte=now) | Q(
+        status=Status.PENDING, requested_at__gte=grace, enqueued_at__isnull=False
+    )
+    fields = dict(
+        config_name=config_name, leaf_id=leaf_id, force=force, requested_at=now, enqueued_at=None, updated_at=now
+    )
     free = _jobs(using).filter(session_id=session_id).exclude(busy)
     claimed = free.update(status=Status.PENDING, attempts=0, **fields)
     if claimed:
@@ -348,30 +398,66 @@ def _claim_pending(config_name: str, session_id: str, leaf_id: str | None, force
         return False
 
 
+_publisher: tuple[int, ThreadPoolExecutor] | None = None
+_publisher_guard = threading.Lock()
+
+
+def _executor() -> ThreadPoolExecutor:
+    """Threads that talk to the broker, one pool per process (a forked child builds its own)."""
+    global _publisher
+    with _publisher_guard:
+        if _publisher is None or _publisher[0] != os.getpid():
+            _publisher = (os.getpid(), ThreadPoolExecutor(max_workers=4, thread_name_prefix="agent-sessions-publish"))
+        return _publisher[1]
+
+
+def _publish(args: tuple, kwargs: dict) -> None:
+    """``compact_session.apply_async`` bounded in time: a hung broker costs the caller at most the timeout."""
+    if _is_eager():
+        compact_session.apply_async(args=args, kwargs=kwargs)
+        return
+    timeout = conf.enqueue_timeout_seconds()
+    future = _executor().submit(lambda: compact_session.apply_async(args=args, kwargs=kwargs))
+    try:
+        future.result(timeout=timeout)
+    except FutureTimeout:
+        raise EnqueueTimeout(f"the broker did not take the task within {timeout:g}s") from None
+
+
 def _send(config_name: str, session_id: str, leaf_id: str | None, force: bool, using: str | None) -> Exception | None:
-    """Publish the task; on failure keep the job pending (the sweeper retries) and return the error."""
+    """Publish the task; on failure keep the job pending (re-sent later) and return the error."""
     kwargs: dict[str, Any] = {"force": force}
     if using is not None and using != router.db_for_write(CompactionJob):
         kwargs["using"] = using
     try:
-        compact_session.apply_async(args=(config_name, session_id, leaf_id), kwargs=kwargs)
+        _publish((config_name, session_id, leaf_id), kwargs)
     except Exception as exc:  # noqa: BLE001 - the broker being down must not fail the caller
         logger.warning("agent_sessions: could not enqueue compaction of %r: %s", session_id, _describe(exc))
         _record(session_id, using=using, last_error=f"enqueue failed: {_describe(exc)}")
         return exc
+    _jobs(using).filter(session_id=session_id, status=Status.PENDING, enqueued_at__isnull=True).update(
+        enqueued_at=timezone.now()
+    )
     return None
 
 
 def _enqueue(
     config_name: str, session_id: str, leaf_id: str | None, force: bool, using: str | None
-) -> Exception | None:
+) -> tuple[str, Exception | None]:
+    """Claim and publish: (PUBLISHED | JOINED | UNSENT, the publish error if any)."""
     if not _claim_pending(config_name, session_id, leaf_id, force, using):
-        return None
-    return _send(config_name, session_id, leaf_id, force, using)
+        return JOINED, None
+    error = _send(config_name, session_id, leaf_id, force, using)
+    return (UNSENT, error) if error is not None else (PUBLISHED, None)
 
 
 def _is_eager() -> bool:
     return bool(compact_session.app.conf.task_always_eager)
+
+
+def runs_eagerly() -> bool:
+    """True when tasks run in the caller's process (``CELERY_TASK_ALWAYS_EAGER``), not on a worker."""
+    return _is_eager()
 
 
 def enqueue_compaction(
@@ -381,19 +467,25 @@ def enqueue_compaction(
 
     ``force`` (default, a manual request) compacts even under the threshold; auto-compaction
     passes False.  A request while one is queued or running joins it.  If the broker is down
-    the job stays ``pending`` with the error in ``last_error`` (see the sweeper).
+    the job stays ``pending`` with the error in ``last_error`` and is re-sent later.  The
+    row's ``outcome`` attribute says what happened: "published", "joined" or "failed to publish".
     """
-    _enqueue(config_name, session_id, leaf_id, force, using)
-    return _jobs(using).get(session_id=session_id)
+    outcome, _ = _enqueue(config_name, session_id, leaf_id, force, using)
+    job = _jobs(using).get(session_id=session_id)
+    job.outcome = outcome
+    return job
 
 
 def request_auto_compaction(session: Any, config_name: str, leaf_id: str | None) -> None:
-    """Enqueue auto-compaction of a named session once the caller's transaction commits; never raises."""
+    """Enqueue auto-compaction of a named session once the caller's transaction commits; never raises.
+
+    The publish waits at most ``AGENT_SESSIONS_ENQUEUE_TIMEOUT_SECONDS`` for the broker.
+    """
     alias = session_alias(session)
 
     def send() -> None:
         try:
-            error = _enqueue(config_name, session.session_id, leaf_id, False, alias)
+            _, error = _enqueue(config_name, session.session_id, leaf_id, False, alias)
         except Exception as exc:  # noqa: BLE001 - never fatal to the append
             error = exc
         if error is not None:
@@ -420,5 +512,62 @@ def get_compaction_status(session_id: str, *, using: str | None = None) -> dict:
         "started_at": job.started_at,
         "finished_at": job.finished_at,
         "lease_until": job.lease_until,
+        "holder": job.holder,
+        "heartbeat_at": job.heartbeat_at,
+        "enqueued_at": job.enqueued_at,
         "updated_at": job.updated_at,
     }
+
+
+# ── self-healing inside every worker (no beat needed) ────────────────────────
+
+
+class _WorkerSweeper:
+    """Runs :func:`sweep_pending_compactions` in the worker's main process: at start, then periodically.
+
+    So a job whose publish failed (broker down), or whose worker died (its lease orphaned),
+    is re-sent without Celery beat.  ``AGENT_SESSIONS_COMPACTION_SWEEP_SECONDS = 0`` keeps only
+    the sweep at start.
+    """
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._run, name="agent-sessions-sweeper", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def sweep_once(self) -> None:
+        try:
+            sent = sweep_pending_compactions()
+            if sent:
+                logger.info("agent_sessions: re-sent %d compaction job(s)", sent)
+        except Exception as exc:  # noqa: BLE001 - the next pass tries again
+            logger.warning("agent_sessions: compaction sweep failed: %s", _describe(exc))
+        finally:
+            connections.close_all()
+
+    def _run(self) -> None:
+        self.sweep_once()
+        interval = conf.compaction_sweep_seconds()
+        while interval > 0 and not self._stop.wait(interval):
+            self.sweep_once()
+
+
+worker_sweeper = _WorkerSweeper()
+
+
+@worker_ready.connect
+def _sweep_when_a_worker_starts(**_: Any) -> None:
+    worker_sweeper.start()
+
+
+@worker_shutting_down.connect
+def _stop_sweeping(**_: Any) -> None:
+    worker_sweeper.stop()

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from . import conf
-from .exceptions import InvalidMessage
+from .exceptions import InvalidMessage, MessageTooLarge
 
 COMPACTION_PREFIX = "compaction_"
 
@@ -104,6 +105,7 @@ def validate_message(message: Any) -> str:
         raise InvalidMessage("message 'id' must be a non-empty string")
     if "\x00" in msg_id:
         raise InvalidMessage("message 'id' must not contain NUL")
+    check_id_length(msg_id, "message 'id'")
     if not isinstance(message.get("role"), str) or not message["role"]:
         raise InvalidMessage("message 'role' must be a non-empty string")
     if "\x00" in message["role"]:
@@ -112,7 +114,7 @@ def validate_message(message: Any) -> str:
     if not isinstance(parts, list):
         raise InvalidMessage("message 'parts' must be a list")
     if len(parts) > conf.max_parts():
-        raise InvalidMessage(f"message has {len(parts)} parts; the limit is {conf.max_parts()}")
+        raise MessageTooLarge(f"message has {len(parts)} parts; the limit is {conf.max_parts()}")
     depth = json_depth(message, conf.max_json_depth())
     if depth > conf.max_json_depth():
         raise InvalidMessage(f"message nests deeper than {conf.max_json_depth()} levels")
@@ -125,7 +127,7 @@ def validate_message(message: Any) -> str:
     except UnicodeEncodeError:
         raise InvalidMessage("message contains invalid unicode (lone surrogates)") from None
     if len(encoded) > conf.max_message_bytes():
-        raise InvalidMessage(f"message is {len(encoded)} bytes; the limit is {conf.max_message_bytes()}")
+        raise MessageTooLarge(f"message is {len(encoded)} bytes; the limit is {conf.max_message_bytes()}")
     return stored
 
 
@@ -149,14 +151,51 @@ def json_depth(value: Any, limit: int) -> int:
     return deepest
 
 
+def check_id_length(value: str, what: str) -> None:
+    """Refuse an id longer than ``AGENT_SESSIONS_MAX_ID_BYTES`` (UTF-8) before it reaches an index."""
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size > conf.max_id_bytes():
+        raise MessageTooLarge(f"{what} is {size} bytes; the limit is {conf.max_id_bytes()}")
+
+
 def text_content(message: dict) -> str:
-    """The search text: ``text`` of the ``type == "text"`` parts, joined by newlines."""
+    """The search text: ``text`` of the ``type == "text"`` parts, joined by newlines (see :func:`fit_index`)."""
     texts = []
     for part in message.get("parts") or []:
         if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str):
             texts.append(part["text"])
     # Postgres TEXT cannot hold NUL; the JSON keeps it (escaped), the index drops it.
-    return "\n".join(texts).replace("\x00", " ")
+    return fit_index("\n".join(texts).replace("\x00", " "))
+
+
+_CHUNK = re.compile(r"\S+")
+
+
+def fit_index(text: str) -> str:
+    """``text`` cut where its distinct words would exceed ``AGENT_SESSIONS_MAX_INDEXED_TEXT_BYTES``.
+
+    A Postgres tsvector holds at most 1 MB of distinct lexemes.  A whitespace-separated
+    chunk yields lexemes of at most twice its own bytes (a hyphenated or URL-like chunk
+    also yields its parts), so counting each distinct chunk twice bounds the total from
+    above.  The same cut applies on every database; the stored JSON is never cut.
+    """
+    budget = conf.max_indexed_text_bytes()
+    if 2 * len(text.encode("utf-8", "surrogatepass")) <= budget:
+        return text
+    seen: set[str] = set()
+    used = 0
+    for match in _CHUNK.finditer(text):
+        chunk = match.group().lower()
+        if chunk in seen:
+            continue
+        cost = 2 * len(chunk.encode("utf-8", "surrogatepass"))
+        if used + cost > budget:  # keep what still fits of this chunk, then stop
+            room = (budget - used) // 2
+            head = match.group().encode("utf-8", "surrogatepass")[:room].decode("utf-8", "ignore")
+            return (text[: match.start()] + head).rstrip()
+        used += cost
+        seen.add(chunk)
+    return text
 
 
 def tool_text(message: dict) -> str:

@@ -62,6 +62,9 @@ DATABASES = {
         env="DATABASE_URL",
         default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
         conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "0")),
+        # Ping a persistent connection before its first use in each request or task, so one
+        # the server dropped (restart, failover) is replaced before the request fails.
+        conn_health_checks=env_bool("DATABASE_CONN_HEALTH_CHECKS", False),
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -99,8 +102,26 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-# `celery -A project beat`: re-enqueue compactions whose enqueue failed (broker down) or
-# whose worker died mid-run (lease expired).
+# Redelivery and bounded broker calls (see docs/operations.md):
+# * an unacknowledged task (its worker died: acks_late) goes back to the queue after the
+#   visibility timeout; it must exceed the longest countdown a task uses (retry backoff max
+#   600 s). A worker that starts re-sends orphaned jobs itself, so this is the fallback.
+# * publishing gives up quickly (a hung Redis must not hold a request): 2 s to connect,
+#   5 s per socket call, two quick retries; the append itself waits at most
+#   AGENT_SESSIONS_ENQUEUE_TIMEOUT_SECONDS (1 s) and leaves the job pending otherwise.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "900")),
+    "socket_connect_timeout": 2,
+    "socket_timeout": 5,
+    "socket_keepalive": True,
+    "retry_on_timeout": False,
+}
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+CELERY_TASK_PUBLISH_RETRY = True
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
+# Optional (`celery -A project beat`): workers already re-send pending and orphaned
+# compactions at start and every AGENT_SESSIONS_COMPACTION_SWEEP_SECONDS; beat adds a sweep
+# that runs even while no worker restarts.
 CELERY_BEAT_SCHEDULE = {
     "agent-sessions-sweep-compactions": {
         "task": "agent_sessions.tasks.sweep_pending_compactions",

@@ -29,9 +29,18 @@ def slow_summarize(prompt: str) -> str:
     return "SLOW SUMMARY"
 
 
+_FAILED_SO_FAR = [0]
+
+
 def fast_summarize(prompt: str) -> str:
     if FAILURES:
         raise FAILURES.pop(0)
+    # A worker process cannot share FAILURES: it fails its first N calls with a 503 instead.
+    if _FAILED_SO_FAR[0] < int(os.environ.get("AGENT_SESSIONS_TEST_FAIL_FIRST", "0")):
+        _FAILED_SO_FAR[0] += 1
+        from agent_sessions.summarizers import SummarizerError
+
+        raise SummarizerError(f"injected outage {_FAILED_SO_FAR[0]}", status_code=503)
     return "FAST SUMMARY"
 
 

@@ -153,7 +153,7 @@ def test_library_invalid_message_maps_to_422(api, settings):
     settings.AGENT_SESSIONS_MAX_MESSAGE_BYTES = 100
     sid = api.new_session()
     response = api.post(f"/sessions/{sid}/messages", {"message": ui("a", "x" * 500)})
-    assert response.status_code == 422 and response.json()["code"] == "invalid_message"
+    assert response.status_code == 413 and response.json()["code"] == "message_too_large"  # a size limit
     nan = api.post(f"/sessions/{sid}/messages", raw='{"message": {"id": "n", "role": "user", "parts": [NaN]}}')
     assert nan.status_code == 422 and nan.json()["code"] == "invalid_message"
 

@@ -8,12 +8,13 @@ from urllib.parse import quote as url_quote
 from urllib.parse import urlencode
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.admin.utils import quote
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.text import Truncator
 
@@ -183,13 +184,40 @@ class SearchEntryAdmin(admin.ModelAdmin):
 class CompactionJobAdmin(admin.ModelAdmin):
     """Compaction job state per session (written by the Celery task): where failures are recorded."""
 
-    list_display = ("session_link", "status", "config_name", "attempts", "error", "requested_at", "finished_at")
+    list_display = (
+        "session_link", "status", "config_name", "attempts", "error", "holder_short", "lease_until", "heartbeat_at",
+        "requested_at", "finished_at",
+    )  # fmt: skip
     list_filter = ("status", "config_name")
-    search_fields = ("=session__id", "last_error")
+    search_fields = ("=session__id", "last_error", "holder")
     ordering = ("-updated_at",)
+    actions = ("reset_jobs",)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    def has_reset_permission(self, request: HttpRequest) -> bool:
+        """Staff who may change jobs may reset them (the rows are otherwise read-only)."""
+        return request.user.has_perm("agent_sessions.change_compactionjob")
+
+    @admin.action(description="Reset the selected jobs (free a stuck lease)", permissions=["reset"])
+    def reset_jobs(self, request: HttpRequest, queryset) -> None:
+        """Free the lease and mark the jobs idle: the next append or request starts afresh.
+
+        A run still alive elsewhere cannot record over the reset (its release no longer
+        matches its holder) and stores at most its own overlay.
+        """
+        now = timezone.now()
+        note = f"reset by {request.user.get_username()} at {now:%Y-%m-%d %H:%M:%S} UTC"
+        count = queryset.update(
+            status=CompactionJob.Status.IDLE, lease_until=None, holder="", heartbeat_at=None, enqueued_at=None,
+            last_error=note, finished_at=now, updated_at=now,
+        )  # fmt: skip
+        self.message_user(request, f"Reset {count} compaction job(s).", messages.SUCCESS)
+
+    @admin.display(description="lease holder", ordering="holder")
+    def holder_short(self, obj: CompactionJob) -> str:
+        return obj.holder or "—"
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

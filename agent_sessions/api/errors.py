@@ -11,7 +11,7 @@ import logging
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
-from django.db import InterfaceError, OperationalError
+from django.db import DataError, InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
@@ -22,6 +22,7 @@ from ..exceptions import (
     ContextReadOnly,
     ContextTooLarge,
     InvalidMessage,
+    MessageTooLarge,
     SearchNotSupported,
 )
 from ..manager import SessionNotFound
@@ -66,6 +67,7 @@ def _clean_validation_errors(errors: list[dict]) -> list[dict]:
 
 # Library exceptions → (status, code).  Looked up along the exception's MRO.
 LIBRARY_ERRORS: dict[type[Exception], tuple[int, str]] = {
+    MessageTooLarge: (413, "message_too_large"),
     InvalidMessage: (422, "invalid_message"),
     ContextReadOnly: (409, "context_read_only"),
     ContextTooLarge: (422, "context_too_large"),
@@ -82,6 +84,11 @@ _HTTP_CODES = {
     404: "not_found",
     405: "method_not_allowed",
 }
+
+
+def _permanent(exc: Exception) -> bool:
+    """An OperationalError that is a program limit (SQLSTATE 54…), e.g. an index row too large."""
+    return str(getattr(exc.__cause__, "sqlstate", "") or "").startswith("54")
 
 
 def install(api: NinjaAPI) -> None:
@@ -123,11 +130,17 @@ def install(api: NinjaAPI) -> None:
         return respond(request, 400, "bad_request", str(exc))
 
     def on_database_down(request: HttpRequest, exc: OperationalError | InterfaceError) -> HttpResponse:
+        if _permanent(exc):  # a refusal of the input, not an outage: retrying cannot help
+            return on_data_error(request, exc)
         # The database went away (restart, failover): the request may be retried.
         logger.warning("database unavailable in %s %s: %s", request.method, request.path, exc)
         response = respond(request, 503, "database_unavailable", "The database is unavailable; retry shortly.")
         response["Retry-After"] = "2"
         return response
+
+    def on_data_error(request: HttpRequest, exc: Exception) -> HttpResponse:
+        logger.warning("input refused by the database in %s %s: %s", request.method, request.path, exc)
+        return respond(request, 422, "invalid_message", "The database refused this input.")
 
     def on_unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
         logger.exception("unhandled error in %s %s", request.method, request.path, exc_info=exc)
@@ -140,6 +153,7 @@ def install(api: NinjaAPI) -> None:
     api.add_exception_handler(Http404, on_404)
     api.add_exception_handler(RequestDataTooBig, on_too_big)
     api.add_exception_handler(AgentSessionsError, on_library)
+    api.add_exception_handler(DataError, on_data_error)
     api.add_exception_handler(OperationalError, on_database_down)
     api.add_exception_handler(InterfaceError, on_database_down)
     api.add_exception_handler(Exception, on_unexpected)

@@ -10,22 +10,27 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from django.db import connections, router, transaction
+from django.db import DataError, OperationalError, connections, router, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from .. import conf
+from ..exceptions import InvalidMessage
 from ..models import Compaction, Message
 from ..overlays import apply_overlays
+from ..reconnect import ensure_connection, read_with_retry
 from ..tokens import estimate_one_message_tokens
 from ..types import (
     HistoryRowStat,
     RecentHistory,
     SearchResult,
     StoredCompaction,
+    check_id_length,
     text_content,
     tool_text,
     validate_message,
@@ -206,6 +211,37 @@ def as_datetime(value):
     return value
 
 
+@contextmanager
+def permanent_errors_as_invalid() -> Iterator[None]:
+    """Input the database refuses for good (a data exception, a program limit) is ``InvalidMessage``.
+
+    The validation before each write keeps such input out; this is the net under it, so a
+    permanent refusal never looks like a retryable outage (``OperationalError``).
+    """
+    try:
+        yield
+    except (DataError, OperationalError) as exc:
+        state = str(getattr(exc.__cause__, "sqlstate", "") or getattr(exc.__cause__, "pgcode", "") or "")
+        if isinstance(exc, DataError) or state[:2] in PERMANENT_SQLSTATE_CLASSES:
+            raise InvalidMessage(f"the database refused this input: {exc}") from exc
+        raise
+
+
+# SQLSTATE classes of permanent refusals: data exception, program limit exceeded.
+PERMANENT_SQLSTATE_CLASSES = {"22", "54"}
+
+
+def _storable(value: object) -> bool:
+    """True for a string the database can hold (valid UTF-8, no NUL)."""
+    if not isinstance(value, str) or "\x00" in value:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _placeholders(n: int) -> str:
     return ", ".join(["%s"] * n)
 
@@ -216,6 +252,7 @@ class DjangoSessionProvider:
     def __init__(self, session_id: str = "", *, using: str | None = None) -> None:
         if not isinstance(session_id, str) or "\x00" in session_id:
             raise ValueError("session_id must be a string without NUL characters")
+        check_id_length(session_id, "session id")
         self.session_id = session_id
         self._using = using
 
@@ -230,6 +267,8 @@ class DjangoSessionProvider:
 
     @property
     def connection(self):
+        """The alias's connection, replaced first if the server closed it (see :mod:`agent_sessions.reconnect`)."""
+        ensure_connection(self.using)
         return connections[self.using]
 
     @property
@@ -237,18 +276,26 @@ class DjangoSessionProvider:
         return backends.for_alias(self.using)
 
     def _fetchall(self, sql: str, params: list) -> list[tuple]:
-        with self.connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            return cursor.fetchall()
+        def read() -> list[tuple]:
+            with self.connection.cursor() as cursor:
+                cursor.execute(sql, params)
+                return cursor.fetchall()
+
+        return read_with_retry(self.using, read)
 
     def _fetchone(self, sql: str, params: list) -> tuple | None:
-        with self.connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            return cursor.fetchone()
+        def read() -> tuple | None:
+            with self.connection.cursor() as cursor:
+                cursor.execute(sql, params)
+                return cursor.fetchone()
+
+        return read_with_retry(self.using, read)
 
     # ── reads ───────────────────────────────────────────────────────
     def get_message(self, message_id: str) -> dict | None:
         """The stored message with this id in this session, or None."""
+        if not _storable(message_id):
+            return None  # no such id can have been stored (lone surrogates, NUL)
         row = self._fetchone(
             "SELECT content FROM assistant_messages WHERE session_id = %s AND id = %s", [self.session_id, message_id]
         )
@@ -404,7 +451,7 @@ class DjangoSessionProvider:
         params += [now, tokens]
         params += [tokens, tokens, *parent_params]
         sql = _INSERT.format(parent=parent_sql)
-        with connection.cursor() as cursor:
+        with permanent_errors_as_invalid(), connection.cursor() as cursor:
             row = self.backend.locked_insert(cursor, self.session_id, sql, params)
         if row is None:
             return AppendOutcome(inserted=False)
@@ -414,7 +461,7 @@ class DjangoSessionProvider:
         """Replace a stored message's content (same id); re-indexes search. False if absent."""
         stored = validate_message(message)
         tokens = estimate_one_message_tokens(message)
-        with transaction.atomic(using=self.using), self.connection.cursor() as cursor:
+        with permanent_errors_as_invalid(), transaction.atomic(using=self.using), self.connection.cursor() as cursor:
             # The subtree repair below updates many rows: serialise with the session's other
             # writers, or two updates repairing overlapping subtrees deadlock (Postgres).
             self.backend.lock_session(cursor, self.session_id)
@@ -536,7 +583,7 @@ class DjangoSessionProvider:
         if not messages:
             return AppendOutcome(inserted=False)
         stored = [validate_message(m) for m in messages]  # all or nothing
-        with transaction.atomic(using=self.using):
+        with permanent_errors_as_invalid(), transaction.atomic(using=self.using):
             with self.connection.cursor() as cursor:
                 self.backend.reserve_write(cursor)
             first = self.append_message_stats(messages[0], parent_id)

@@ -6,6 +6,8 @@ database laid out by the seed and one migrated here are the same shape.
 
 from __future__ import annotations
 
+import select
+
 from .. import conf
 from ..search import tsquery
 from ..search.run import Searcher
@@ -220,3 +222,19 @@ def downgrade_keys(cursor, old_path_key_index: str) -> None:
         old_path_key_index,
     ):
         cursor.execute(statement)
+
+
+def server_closed(raw) -> bool:
+    """True when an idle psycopg connection was closed by the server (restart, terminate).
+
+    A server that shuts down sends an error and closes the socket, so an idle connection's
+    socket turns readable; one zero-timeout ``select`` sees it without a round trip.
+    """
+    if getattr(raw, "closed", False) or getattr(raw, "broken", False):
+        return True
+    try:
+        fd = raw.pgconn.socket
+        readable, _, _ = select.select([fd], [], [], 0)
+    except Exception:  # noqa: BLE001 - no socket to look at: let the next query tell
+        return False
+    return bool(readable)

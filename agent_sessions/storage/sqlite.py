@@ -271,3 +271,8 @@ def downgrade_keys(cursor, old_path_key_index: str) -> None:
     """Reverse of :func:`upgrade_keys`."""
     cursor.execute("DROP INDEX IF EXISTS assistant_msg_path_key")
     cursor.execute(old_path_key_index)
+
+
+def server_closed(raw) -> bool:
+    """SQLite has no server to lose."""
+    return False

@@ -2,7 +2,8 @@
 
 With ``--config`` the named configuration (a registered SessionManager) is used
 and the work is enqueued on Celery (``agent_sessions.tasks.enqueue_compaction``),
-or run here with ``--sync``.  Without it the offline extractive summariser
+or run here with ``--sync``.  Enqueued work is reported as sent: published, skipped
+(one is already queued or running) or failed to publish (exit status 1).  Without it the offline extractive summariser
 compacts here: a worker cannot rebuild an unnamed configuration.
 """
 
@@ -22,6 +23,12 @@ from ._base import ProgressCommand, known_session_ids, session_exists
 
 # Job and run statuses (agent_sessions.tasks) as the summary line reports them.
 REPORTED = {"succeeded": "compacted", "idle": "nothing to compact", "pending": "queued", "running": "busy"}
+# What an enqueue did, when a worker (not this process) runs the task.
+SENT = {
+    tasks.PUBLISHED: "published",
+    tasks.JOINED: "skipped (already queued or running)",
+    tasks.UNSENT: "failed to publish",
+}
 
 
 class Command(ProgressCommand):
@@ -50,6 +57,7 @@ class Command(ProgressCommand):
         build = self._builder(config, using, options)
         outcomes: dict[str, int] = {}
         failures: list[str] = []
+        self.unsent: list[str] = []
         with self.bar(total=len(ids), desc="compact", unit="session") as bar:
             for sid in ids:
                 try:
@@ -65,6 +73,11 @@ class Command(ProgressCommand):
         self.stdout.write(f"Compaction: {summary}.")
         if failures:
             raise CommandError("compaction failed for:\n" + "\n".join(failures))
+        if self.unsent:
+            raise CommandError(
+                "could not publish to the broker (the jobs stay pending and are re-sent by the workers):\n"
+                + "\n".join(self.unsent)
+            )
 
     def _targets(self, using: str, session_ids: list[str], all: bool, leaf: str | None) -> list[str]:
         if all == bool(session_ids):
@@ -98,8 +111,13 @@ class Command(ProgressCommand):
     def _compact_one(self, sid: str, config: str | None, build, using: str, options: dict) -> str:
         if config is not None and not options["sync"]:
             job = tasks.enqueue_compaction(config, sid, options["leaf"], force=True, using=using)
+            if job.outcome == tasks.UNSENT:
+                self.unsent.append(f"{sid}: {job.last_error}")
+                return SENT[job.outcome]
             if job.status == "failed":  # eager mode ran it already (or the configuration broke)
                 raise RuntimeError(job.last_error)
+            if not tasks.runs_eagerly():  # a worker runs it: report what was sent, not a guess
+                return SENT[job.outcome]
             status = str(job.status)
         else:
             outcome = tasks.run_compaction(
