@@ -184,8 +184,9 @@ def test_update_errors(api):
     api.append(sid, "a")
     mismatch = api.put(f"/sessions/{sid}/messages/a", ui("b"))
     assert mismatch.status_code == 422 and mismatch.json()["code"] == "id_mismatch"
-    missing = api.put(f"/sessions/{sid}/messages/zz", ui("zz"))
-    assert missing.status_code == 404 and missing.json()["code"] == "message_not_found"
+    missing = api.put(f"/sessions/{sid}/messages/zz", ui("zz"))  # PUT stores a new message (child of the leaf)
+    assert missing.status_code == 201 and missing["Location"].endswith(f"/sessions/{sid}/messages/zz")
+    assert api.get(f"/sessions/{sid}/history").json()["messages"][-1]["id"] == "zz"
 
 
 def test_get_message_with_slashes_and_unknown(api):
@@ -322,7 +323,7 @@ def test_compact_is_async_with_a_status(api, custom_config):
     response = api.post(f"/sessions/{sid}/compact", {})
     assert response.status_code == 202
     body = response.json()
-    assert body["session_id"] == sid and body["status_url"] == f"/api/sessions/{sid}/compact"
+    assert body["session_id"] == sid and body["status_url"] == f"/api/sessions/{sid}/compaction-status"
     # Celery is eager in the tests, so the job has already finished.
     status = api.get(f"/sessions/{sid}/compact").json()
     assert status["status"] == "succeeded" and status["error"] == ""

@@ -13,7 +13,7 @@ from ..manager.records import LIST_ORDER
 from ..models import Message, SessionRecord
 from .auth import is_staff
 from .config import get_manager
-from .errors import not_found
+from .errors import ApiError, not_found
 
 
 def caller(request: HttpRequest) -> Any:
@@ -41,6 +41,17 @@ def owned_manager(request: HttpRequest, session_id: str) -> SessionManager:
     """The API's manager, after checking the caller owns the session (a 404 otherwise)."""
     manager = get_manager()
     owned_record(request, session_id, manager)
+    return manager
+
+
+def writable_manager(request: HttpRequest, session_id: str) -> SessionManager:
+    """Like :func:`owned_manager`, but 409 once the session has ended (split or ended explicitly)."""
+    manager = get_manager()
+    row = owned_record(request, session_id, manager)
+    if row.end_reason is not None:
+        raise ApiError(
+            409, "session_ended", f"The session has ended ({row.end_reason}); continue in a new or split session."
+        )
     return manager
 
 

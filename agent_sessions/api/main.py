@@ -7,14 +7,16 @@ from ninja import NinjaAPI
 from .. import __version__
 from . import errors, routes_compaction, routes_context, routes_messages, routes_search, routes_sessions, routes_tools
 from .auth import ApiKeyAuth, LoginSessionAuth
-from .limits import guard_request
+from .limits import CheckedJsonParser, guard_request
 
 DESCRIPTION = """Conversation storage for LLM agents: sessions, tree-structured messages,
 search, compaction, context blocks and AI tools.
 
 Authenticate with an API key (`Authorization: Bearer ask_…`, see `manage.py create_api_key`)
 or a Django login session (unsafe methods then need the `X-CSRFToken` header).
-A client sees only the sessions it owns; errors are `{"detail": ..., "code": ...}`."""
+A client sees only the sessions it owns; every error, whatever its status, is
+`{"detail": ..., "code": ...}` (validation errors add `errors`).  Request bodies are JSON objects
+sent as `application/json`.  Operations marked deprecated are kept for one release."""
 
 
 def build_api() -> NinjaAPI:
@@ -25,6 +27,7 @@ def build_api() -> NinjaAPI:
         description=DESCRIPTION,
         urls_namespace="agent_sessions_api",
         auth=[ApiKeyAuth(), LoginSessionAuth()],
+        parser=CheckedJsonParser(),
     )
     errors.install(api)
     api.add_decorator(guard_request, mode="view")

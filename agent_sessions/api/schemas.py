@@ -2,8 +2,9 @@
 
 Messages stay UIMessage JSON: an object with ``id``, ``role`` and ``parts``
 whose other keys (``createdAt``, metadata, …) and part contents round-trip
-unchanged.  Every string a client sends is checked for NUL characters, which
-Postgres TEXT cannot hold (they would otherwise surface as database errors).
+unchanged.  Every string a client sends is checked for NUL characters and
+lone surrogates, which no database column can hold (the request guard checks
+whole bodies, keys and nested parts included; these validators repeat it per field).
 """
 
 from __future__ import annotations
@@ -14,14 +15,17 @@ from typing import Annotated, Any
 from ninja import Schema
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from .limits import unstorable
+
 MAX_INT = 2**31 - 1
 """Upper bound of counts and offsets a client sends (keeps SQL integers in range)."""
 MAX_TOKENS_PER_CALL = 10**12
 
 
 def _no_nul(value: str) -> str:
-    if "\x00" in value:
-        raise ValueError("must not contain NUL characters")
+    reason = unstorable(value)
+    if reason:
+        raise ValueError(reason)
     return value
 
 
@@ -85,6 +89,35 @@ class MessageList(Schema):
     messages: list[UIMessageOut]
 
 
+class MessagePage(Schema):
+    """A page of messages: ``count`` is the total, ``limit``/``offset`` the page asked for."""
+
+    messages: list[UIMessageOut]
+    count: int
+    limit: int
+    offset: int
+
+
+class RecentHistoryOut(Schema):
+    """The longest recent suffix of the path that fits ``max_content_bytes`` (overlays applied)."""
+
+    messages: list[UIMessageOut]
+    truncated: bool
+    total_content_bytes: int
+
+
+class CountOut(Schema):
+    count: int
+
+
+class ForkMappingOut(Schema):
+    """``{original message id: copied message id}`` of a fork (empty for a session that is not a fork)."""
+
+    session_id: str
+    parent_session_id: str | None
+    mapping: dict[str, str]
+
+
 class LeafOut(Schema):
     message: UIMessageOut | None
 
@@ -146,6 +179,16 @@ class SplitIn(Schema):
     name: Text | None = None
 
 
+class SessionEndIn(Schema):
+    reason: Identifier = "ended"
+
+
+class UsageOut(Schema):
+    input_tokens: int
+    output_tokens: int
+    estimated_cost: float
+
+
 class UsageIn(Schema):
     input_tokens: int = Field(0, ge=0, le=MAX_TOKENS_PER_CALL)
     output_tokens: int = Field(0, ge=0, le=MAX_TOKENS_PER_CALL)
@@ -164,7 +207,11 @@ class SearchResultOut(Schema):
 
 
 class SearchOut(Schema):
+    """A page of hits, best first (``limit``/``offset`` as asked; counting every match would cost a full scan)."""
+
     results: list[SearchResultOut]
+    limit: int
+    offset: int
 
 
 # ── compaction ──────────────────────────────────────────────────────
@@ -202,6 +249,9 @@ class CompactionOut(Schema):
 
 class CompactionList(Schema):
     compactions: list[CompactionOut]
+    count: int
+    limit: int
+    offset: int
 
 
 # ── context and prompt ──────────────────────────────────────────────
@@ -220,6 +270,9 @@ class ContextBlockOut(Schema):
 
 class ContextBlockList(Schema):
     blocks: list[ContextBlockOut]
+    count: int
+    limit: int
+    offset: int
 
 
 class ContextWriteIn(Schema):
@@ -228,6 +281,13 @@ class ContextWriteIn(Schema):
 
 class PromptOut(Schema):
     prompt: str
+
+
+class StoredPromptOut(Schema):
+    """The stored (frozen) system prompt; ``null`` until it is frozen."""
+
+    prompt: str | None
+    frozen: bool
 
 
 # ── tools ───────────────────────────────────────────────────────────
@@ -241,6 +301,9 @@ class ToolOut(Schema):
 
 class ToolList(Schema):
     tools: list[ToolOut]
+    count: int
+    limit: int
+    offset: int
 
 
 class ToolCallIn(Schema):
@@ -254,5 +317,6 @@ class ToolResultOut(Schema):
     result: str
 
 
-ERROR_STATUSES = frozenset({400, 401, 403, 404, 409, 413, 422})
-"""Statuses every operation documents with :class:`ErrorOut`."""
+ERROR_STATUSES = frozenset({400, 401, 403, 404, 405, 409, 413, 414, 415, 422, 500, 503})
+"""Statuses every operation documents with :class:`ErrorOut` (412 too where ``If-Match`` applies)."""
+PRECONDITION_STATUSES = ERROR_STATUSES | {412}
