@@ -267,7 +267,8 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_gunicorn(env: dict, port: int, *, workers: int = 4, log: Path | None = None) -> subprocess.Popen:
+def start_gunicorn(env: dict, port: int, *, workers: int = 4, log: Path | None = None,
+                   startup_timeout: float = 60.0) -> subprocess.Popen:
     """gunicorn ``project.wsgi`` on 127.0.0.1:port; returns once it answers HTTP."""
     command = [
         str(Path(sys.executable).with_name("gunicorn")), "project.wsgi:application",
@@ -276,7 +277,7 @@ def start_gunicorn(env: dict, port: int, *, workers: int = 4, log: Path | None =
     out = log.open("w") if log else subprocess.DEVNULL
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
                                start_new_session=True)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + startup_timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"gunicorn exited with {process.returncode}: {log.read_text() if log else ''}")
@@ -286,7 +287,7 @@ def start_gunicorn(env: dict, port: int, *, workers: int = 4, log: Path | None =
         except httpx.HTTPError:
             time.sleep(0.3)
     stop(process)
-    raise RuntimeError("gunicorn did not answer within 60 s")
+    raise RuntimeError(f"gunicorn did not answer within {startup_timeout:.0f} s: {log.read_text() if log else ''}")
 
 
 def stop(process: subprocess.Popen) -> None:

@@ -47,8 +47,8 @@ def test_create_with_parent_session(api, bob_api):
     assert child["parent_session_id"] == parent
     # Someone else's session cannot be named as parent.
     response = bob_api.post("/sessions", {"name": "C", "parent_session_id": parent})
-    assert response.status_code == 422
-    assert response.json()["code"] == "unknown_parent_session"
+    assert response.status_code == 404  # a referenced resource that is not there (or not yours)
+    assert response.json()["code"] == "parent_session_not_found"
 
 
 def test_list_sessions_paginates_newest_first(api, bob_api):
@@ -104,7 +104,7 @@ def test_append_status_codes_and_duplicates(api):
 def test_append_unknown_parent_is_rejected_and_writes_nothing(api):
     sid = api.new_session()
     response = api.post(f"/sessions/{sid}/messages", {"message": ui("a"), "parent_id": "ghost"})
-    assert response.status_code == 422 and response.json()["code"] == "unknown_parent"
+    assert response.status_code == 404 and response.json()["code"] == "parent_not_found"
     assert not Message.objects.filter(session_id=sid).exists()
 
 

@@ -367,7 +367,8 @@ def test_get_and_delete_a_compaction(api, sid):
 
 
 def test_end_a_session_without_splitting(api, sid):
-    """curl -H "$H" -H 'Content-Type: application/json' -d '{"reason":"done"}' $B/sessions/$S/end  → 200; appends 409."""
+    """curl -H "$H" -H 'Content-Type: application/json' -d '{"reason":"done"}' $B/sessions/$S/end  → 200;
+    appends are 409 after it."""
     ended = api.post(f"/sessions/{sid}/end", {"reason": "done"})
     assert ended.status_code == 200 and ended.json()["end_reason"] == "done"
     assert SessionRecord.objects.count() == 1  # no continuation
@@ -476,7 +477,8 @@ def test_put_message_is_an_upsert_keyed_by_the_path(api, sid):
 
 
 def test_usage_increments_return_the_totals(api, sid):
-    """curl -H "$H" -H 'Content-Type: application/json' -d '{"input_tokens":3,"cost":0.5}' $B/sessions/$S/usage/increments"""
+    """curl -H "$H" -H 'Content-Type: application/json' -d '{"input_tokens":3,"cost":0.5}'
+    $B/sessions/$S/usage/increments  → the new totals (not the whole session)."""
     api.post(f"/sessions/{sid}/usage/increments", {"input_tokens": 3, "cost": 0.5})
     totals = api.post(f"/sessions/{sid}/usage/increments", {"input_tokens": 2, "output_tokens": 1}).json()
     assert totals == {"input_tokens": 5, "output_tokens": 1, "estimated_cost": 0.5}

@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ninja import NinjaAPI
 
 from .. import __version__
-from . import errors, routes_compaction, routes_context, routes_messages, routes_search, routes_sessions, routes_tools
+from . import (
+    errors,
+    openapi,
+    routes_compaction,
+    routes_context,
+    routes_messages,
+    routes_search,
+    routes_sessions,
+    routes_tools,
+)
 from .auth import ApiKeyAuth, LoginSessionAuth
 from .limits import CheckedJsonParser, guard_request
 
@@ -19,9 +30,16 @@ A client sees only the sessions it owns; every error, whatever its status, is
 sent as `application/json`.  Operations marked deprecated are kept for one release."""
 
 
+class AgentSessionsApi(NinjaAPI):
+    """NinjaAPI whose OpenAPI document is refined by :mod:`.openapi` (links, exact optional bodies)."""
+
+    def get_openapi_schema(self, *args: Any, **kwargs: Any) -> Any:
+        return openapi.refine(super().get_openapi_schema(*args, **kwargs))
+
+
 def build_api() -> NinjaAPI:
     """A fresh NinjaAPI with every route (the module-level ``api`` is the one the urls mount)."""
-    api = NinjaAPI(
+    api = AgentSessionsApi(
         title="agent_sessions API",
         version=__version__,
         description=DESCRIPTION,

@@ -29,8 +29,8 @@ from .schemas import (
     MessagePage,
     PathLengthOut,
     RecentHistoryOut,
-    UIMessageIn,
     UIMessageOut,
+    UIMessagePut,
     message_dict,
 )
 
@@ -47,7 +47,7 @@ def _parent(manager: SessionManager, session_id: str, payload: AppendIn) -> Any:
     if "parent_id" not in payload.model_fields_set:
         return OMITTED
     if payload.parent_id is not None and not message_exists(manager, session_id, payload.parent_id):
-        raise ApiError(422, "unknown_parent", "parent_id is not a message of this session.")
+        raise ApiError(404, "parent_not_found", "parent_id is not a message of this session.")
     return payload.parent_id
 
 
@@ -205,19 +205,20 @@ def put_message(
     response: HttpResponse,
     session_id: str,
     message_id: str,
-    payload: UIMessageIn,
+    payload: UIMessagePut,
     parent_id: Identifier | None = Query(None, description="Parent of a new message (default: the latest leaf)."),
 ):
     """Replace the stored message (200; search is re-indexed, the parent kept) or store a new one (201, with
-    ``Location``; a new message needs a session that has not ended).  The body's ``id`` must match the path.
+    ``Location``; a new message needs a session that has not ended).  The body's ``id`` may be left out; if
+    given it must match the path (422 ``id_mismatch``).
     ``If-Match`` makes it conditional: 412 unless the stored message still has that ETag."""
-    if payload.id != message_id:
+    if payload.id is not None and payload.id != message_id:
         raise ApiError(422, "id_mismatch", "The message's id must match the id in the path.")
     manager = owned_manager(request, session_id)
     session = manager.get_session(session_id)
     stored = session.get_message(message_id)
     check_if_match(request, message_etag(stored))
-    message = message_dict(payload)
+    message = {**message_dict(payload), "id": message_id}
     if stored is None:
         writable_manager(request, session_id)
         if parent_id is not None:

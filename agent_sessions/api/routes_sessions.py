@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
@@ -22,6 +20,7 @@ from .schemas import (
     ErrorOut,
     ForkIn,
     ForkMappingOut,
+    IsoDateTime,
     SessionCreate,
     SessionEndIn,
     SessionOut,
@@ -45,10 +44,10 @@ class SessionFilters(Schema):
     source: Text | None = None
     parent_session_id: Text | None = None
     ended: bool | None = None
-    created_after: datetime | None = None
-    created_before: datetime | None = None
-    updated_after: datetime | None = None
-    updated_before: datetime | None = None
+    created_after: IsoDateTime | None = None
+    created_before: IsoDateTime | None = None
+    updated_after: IsoDateTime | None = None
+    updated_before: IsoDateTime | None = None
 
 
 def _filtered(rows: QuerySet[SessionRecord], f: SessionFilters) -> QuerySet[SessionRecord]:
@@ -100,7 +99,7 @@ def create_session(request: HttpRequest, response: HttpResponse, payload: Sessio
         payload.parent_session_id is not None
         and not visible_sessions(request, manager).filter(id=payload.parent_session_id).exists()
     ):
-        raise ApiError(422, "unknown_parent_session", "parent_session_id is not one of your sessions.")
+        raise ApiError(404, "parent_session_not_found", "parent_session_id is not one of your sessions.")
     with transaction.atomic(using=manager.using):
         info = manager.create(
             payload.name, parent_session_id=payload.parent_session_id, model=payload.model, source=payload.source

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from ninja import Schema
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from .limits import unstorable
 
@@ -29,8 +29,24 @@ def _no_nul(value: str) -> str:
     return value
 
 
-Text = Annotated[str, AfterValidator(_no_nul)]
-Identifier = Annotated[str, Field(min_length=1), AfterValidator(_no_nul)]
+_NO_NUL = {"pattern": r"^[^\u0000]*$"}  # documents the rule (the validator enforces it, surrogates included)
+Text = Annotated[str, Field(json_schema_extra=_NO_NUL), AfterValidator(_no_nul)]
+Identifier = Annotated[str, Field(min_length=1, json_schema_extra=_NO_NUL), AfterValidator(_no_nul)]
+
+
+def _iso_datetime(value: Any) -> Any:
+    """ISO 8601 text only (pydantic alone would also read numbers as Unix timestamps)."""
+    if isinstance(value, datetime):
+        return value
+    if not isinstance(value, str):
+        raise ValueError("must be an ISO 8601 date-time")
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError("must be an ISO 8601 date-time, e.g. 2026-01-31T12:00:00Z") from None
+
+
+IsoDateTime = Annotated[datetime, BeforeValidator(_iso_datetime)]
 Limit = Annotated[int, Field(ge=1, le=MAX_INT)]
 Offset = Annotated[int, Field(ge=0, le=MAX_INT)]
 
@@ -56,6 +72,12 @@ class UIMessageIn(BaseModel):
     id: Identifier
     role: Identifier
     parts: list[Any]
+
+
+class UIMessagePut(UIMessageIn):
+    """A UIMessage sent to its own URL: ``id`` may be left out (the URL names the message)."""
+
+    id: Identifier | None = None  # type: ignore[assignment]
 
 
 class UIMessageOut(BaseModel):
@@ -190,9 +212,11 @@ class UsageOut(Schema):
 
 
 class UsageIn(Schema):
-    input_tokens: int = Field(0, ge=0, le=MAX_TOKENS_PER_CALL)
-    output_tokens: int = Field(0, ge=0, le=MAX_TOKENS_PER_CALL)
-    cost: float = Field(0.0, ge=0, le=1e9, allow_inf_nan=False)
+    """Counts are JSON numbers (strict: ``true`` or ``"5"`` are rejected, not coerced)."""
+
+    input_tokens: int = Field(0, ge=0, le=MAX_TOKENS_PER_CALL, strict=True)
+    output_tokens: int = Field(0, ge=0, le=MAX_TOKENS_PER_CALL, strict=True)
+    cost: float = Field(0.0, ge=0, le=1e9, allow_inf_nan=False, strict=True)
 
 
 # ── search ──────────────────────────────────────────────────────────
