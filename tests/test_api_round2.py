@@ -397,6 +397,8 @@ def test_filter_sessions(api, bob_api):
     assert ids(ended="true") == {b} and ids(ended="false") == {a, c}
     assert ids(created_after="2000-01-01T00:00:00Z") == {a, b, c}
     assert ids(created_before="2000-01-01T00:00:00Z") == set()
+    assert ids(updated_before="0005-08-26T22:58:50+17:20") == set()  # an offset Postgres itself would refuse
+    assert_error(api.get("/sessions", updated_before="0.5"), 422, "validation_error")  # not a Unix timestamp
     fork = api.post(f"/sessions/{a}/split", {"summary": "s"}).json()["id"]
     assert ids(parent_session_id=a) == {fork}
     assert_error(api.get("/sessions", created_after="yesterday"), 422, "validation_error")
@@ -480,7 +482,9 @@ def test_usage_increments_return_the_totals(api, sid):
     """curl -H "$H" -H 'Content-Type: application/json' -d '{"input_tokens":3,"cost":0.5}'
     $B/sessions/$S/usage/increments  → the new totals (not the whole session)."""
     api.post(f"/sessions/{sid}/usage/increments", {"input_tokens": 3, "cost": 0.5})
-    totals = api.post(f"/sessions/{sid}/usage/increments", {"input_tokens": 2, "output_tokens": 1}).json()
+    totals = api.post(f"/sessions/{sid}/usage/increments", {"input_tokens": 2, "output_tokens": 1.0}).json()
+    for coerced in ({"cost": False}, {"input_tokens": "5"}, {"input_tokens": 1.5}):
+        assert_error(api.post(f"/sessions/{sid}/usage/increments", coerced), 422, "validation_error")
     assert totals == {"input_tokens": 5, "output_tokens": 1, "estimated_cost": 0.5}
     assert api.get(f"/sessions/{sid}/usage").json() == totals
 

@@ -9,7 +9,7 @@ whole bodies, keys and nested parts included; these validators repeat it per fie
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from ninja import Schema
@@ -41,9 +41,13 @@ def _iso_datetime(value: Any) -> Any:
     if not isinstance(value, str):
         raise ValueError("must be an ISO 8601 date-time")
     try:
-        return datetime.fromisoformat(value)
+        parsed = datetime.fromisoformat(value)
     except ValueError:
         raise ValueError("must be an ISO 8601 date-time, e.g. 2026-01-31T12:00:00Z") from None
+    try:  # in UTC: databases take offsets of at most ±15:59, ISO 8601 up to ±23:59
+        return parsed.astimezone(UTC) if parsed.tzinfo is not None else parsed
+    except OverflowError:
+        raise ValueError("is out of range") from None
 
 
 IsoDateTime = Annotated[datetime, BeforeValidator(_iso_datetime)]
@@ -211,12 +215,20 @@ class UsageOut(Schema):
     estimated_cost: float
 
 
-class UsageIn(Schema):
-    """Counts are JSON numbers (strict: ``true`` or ``"5"`` are rejected, not coerced)."""
+def _json_number(value: Any) -> Any:
+    """A JSON number as sent: ``true`` or ``"5"`` are rejected, not coerced (``5.0`` is the integer 5)."""
+    if isinstance(value, (bool, str)) or value is None:
+        raise ValueError("must be a JSON number")
+    return value
 
-    input_tokens: int = Field(0, ge=0, le=MAX_TOKENS_PER_CALL, strict=True)
-    output_tokens: int = Field(0, ge=0, le=MAX_TOKENS_PER_CALL, strict=True)
-    cost: float = Field(0.0, ge=0, le=1e9, allow_inf_nan=False, strict=True)
+
+Number = BeforeValidator(_json_number)
+
+
+class UsageIn(Schema):
+    input_tokens: Annotated[int, Number] = Field(0, ge=0, le=MAX_TOKENS_PER_CALL)
+    output_tokens: Annotated[int, Number] = Field(0, ge=0, le=MAX_TOKENS_PER_CALL)
+    cost: Annotated[float, Number] = Field(0.0, ge=0, le=1e9, allow_inf_nan=False)
 
 
 # ── search ──────────────────────────────────────────────────────────
