@@ -59,7 +59,13 @@ def page_size(limit: int | None) -> int:
     return cap if limit is None else min(limit, cap)
 
 
-def page(items: list, limit: int | None, offset: int) -> tuple[list, int, int]:
-    """(items of the page, the total, the page size) of a fully loaded list."""
-    size = page_size(limit)
+def page(items: list, limit: int | None, offset: int, *, whole: bool = False) -> tuple[list, int, int]:
+    """(items of the page, the total, the page size) of a fully loaded list.
+
+    ``whole``: without a ``limit`` the page is the rest of the list, and a limit is not capped (for
+    history, which clients have always read in one piece and which is loaded whole anyway)."""
+    if whole:
+        size = len(items) if limit is None else limit
+    else:
+        size = page_size(limit)
     return items[offset : offset + size], len(items), size

@@ -84,6 +84,7 @@ def _message_location(response: HttpResponse, session_id: str, message_id: str) 
 
 _LIMIT = Query(None, ge=1, le=MAX_INT, description="Page size (default and cap: AGENT_SESSIONS_API_MAX_PAGE_SIZE).")
 _OFFSET = Query(0, ge=0, le=MAX_INT)
+_WHOLE_LIMIT = Query(None, ge=1, le=MAX_INT, description="Page size (default: all of them).")
 
 
 @router.post(
@@ -258,13 +259,13 @@ def get_history(
     request: HttpRequest,
     session_id: str,
     leaf_id: str | None = Query(None),
-    limit: int | None = _LIMIT,
+    limit: int | None = _WHOLE_LIMIT,
     offset: int = _OFFSET,
 ):
-    """Root→leaf path of ``leaf_id`` (default: the latest leaf) with compaction summaries applied, a page of it
-    from the root (``count`` is the whole path's length)."""
+    """Root→leaf path of ``leaf_id`` (default: the latest leaf) with compaction summaries applied: all of it, or
+    the page ``limit``/``offset`` counts from the root (``count`` is the whole path's length)."""
     manager = _open_at_leaf(request, session_id, leaf_id)
-    messages, count, size = page(manager.get_history(session_id, leaf_id), limit, offset)
+    messages, count, size = page(manager.get_history(session_id, leaf_id), limit, offset, whole=True)
     return {"messages": messages, "count": count, "limit": size, "offset": offset}
 
 
@@ -300,13 +301,13 @@ def get_branches(
     request: HttpRequest,
     session_id: str,
     message_id: str = Query(...),
-    limit: int | None = _LIMIT,
+    limit: int | None = _WHOLE_LIMIT,
     offset: int = _OFFSET,
 ):
-    """Children of ``message_id``, oldest first (a page; ``count`` is the total)."""
+    """Children of ``message_id``, oldest first (all, or the page ``limit``/``offset``; ``count`` is the total)."""
     manager = owned_manager(request, session_id)
     require_message(manager, session_id, message_id)
-    messages, count, size = page(manager.get_branches(session_id, message_id), limit, offset)
+    messages, count, size = page(manager.get_branches(session_id, message_id), limit, offset, whole=True)
     return {"messages": messages, "count": count, "limit": size, "offset": offset}
 
 
