@@ -377,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
                                                "DJANGO_SECURE_SSL_REDIRECT")})
         port = free_port()
         log = Path(tempfile.gettempdir()) / "agent-sessions-load.log"
-        server = start_gunicorn(env, port, workers=args.workers, log=log)
+        server = start_gunicorn(env, port, workers=args.workers, log=log, startup_timeout=300)
         base_url = f"http://127.0.0.1:{port}/api"
     else:
         if not args.base_url:
