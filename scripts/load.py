@@ -225,6 +225,15 @@ async def run_load(base_url: str, token: str, *, clients: int = 20, duration: fl
     return report
 
 
+def is_one_chain(rows: list[tuple[str, str | None]]) -> bool:
+    """Whether (id, parent id) rows form a single root→leaf chain: one root, every other row the only
+    child of a stored row (each client appends to its own latest leaf, so nothing may branch)."""
+    ids = {mid for mid, _ in rows}
+    roots = [mid for mid, parent in rows if parent is None or parent not in ids]
+    parents = [parent for _, parent in rows if parent is not None and parent in ids]
+    return len(roots) == 1 and len(parents) == len(set(parents)) and len(ids) == len(rows)
+
+
 def check_consistency(report: Report) -> dict:
     """Compare acknowledged appends with the stored rows (needs Django set up on the server's database)."""
     import django
@@ -232,9 +241,12 @@ def check_consistency(report: Report) -> dict:
     django.setup()
     from agent_sessions.models import Message
 
-    missing, duplicated, extra_unacked_stored = [], [], 0
+    missing, duplicated, extra_unacked_stored, broken_chains = [], [], 0, []
     for session_id, acked in report.acked.items():
-        stored = list(Message.objects.filter(session_id=session_id).values_list("message_id", flat=True))
+        rows = list(Message.objects.filter(session_id=session_id).values_list("message_id", "parent_id"))
+        stored = [mid for mid, _ in rows]
+        if not is_one_chain(rows):
+            broken_chains.append(session_id)
         counts: dict[str, int] = defaultdict(int)
         for mid in stored:
             counts[mid] += 1
@@ -251,8 +263,9 @@ def check_consistency(report: Report) -> dict:
         "missing": len(missing),
         "duplicated_or_unknown": len(duplicated),
         "unacknowledged_but_stored": extra_unacked_stored,
-        "ok": not missing and not duplicated,
-        "examples": (missing + duplicated)[:5],
+        "not_one_chain": len(broken_chains),
+        "ok": not missing and not duplicated and not broken_chains,
+        "examples": (missing + duplicated + broken_chains)[:5],
     }
     report.consistency = result
     return result

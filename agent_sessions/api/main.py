@@ -31,10 +31,16 @@ sent as `application/json`.  Operations marked deprecated are kept for one relea
 
 
 class AgentSessionsApi(NinjaAPI):
-    """NinjaAPI whose OpenAPI document is refined by :mod:`.openapi` (links, exact optional bodies)."""
+    """NinjaAPI whose OpenAPI document is refined by :mod:`.openapi` (links, exact optional bodies) and built
+    once per process: ninja would rebuild it on every request (seconds on a busy machine, for a document
+    that only changes with the code)."""
 
     def get_openapi_schema(self, *args: Any, **kwargs: Any) -> Any:
-        return openapi.refine(super().get_openapi_schema(*args, **kwargs))
+        key = repr((args, sorted(kwargs.items())))
+        cache = self.__dict__.setdefault("_openapi_cache", {})
+        if key not in cache:
+            cache[key] = openapi.refine(super().get_openapi_schema(*args, **kwargs))
+        return cache[key]
 
 
 def build_api() -> NinjaAPI:
