@@ -29,9 +29,15 @@ def visible_sessions(request: HttpRequest, manager: SessionManager | None = None
     return rows if is_staff(user) else rows.filter(owner_id=user.pk)
 
 
-def owned_record(request: HttpRequest, session_id: str, manager: SessionManager | None = None) -> SessionRecord:
-    """The caller's session row, or a 404 (the same whether it is missing or someone else's)."""
-    row = visible_sessions(request, manager).filter(id=session_id).first()
+def owned_record(
+    request: HttpRequest, session_id: str, manager: SessionManager | None = None, *, lock: bool = False
+) -> SessionRecord:
+    """The caller's session row, or a 404 (the same whether it is missing or someone else's).
+
+    ``lock``: ``SELECT … FOR UPDATE`` (inside a transaction), so a precondition checked on the row holds
+    until the write."""
+    rows = visible_sessions(request, manager)
+    row = (rows.select_for_update() if lock else rows).filter(id=session_id).first()
     if row is None:
         raise not_found("session")
     return row

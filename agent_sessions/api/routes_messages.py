@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Status
 
@@ -76,6 +77,14 @@ def _upsert(manager: SessionManager, session_id: str, message: dict, parent: Any
         session.update_message(message)
     _touch(manager, session_id)
     return inserted
+
+
+def _locked_message(manager: SessionManager, session: Any, message_id: str) -> dict | None:
+    """The stored message, its row locked until the transaction ends (so an ``If-Match`` check holds)."""
+    Message.objects.using(manager.using).select_for_update().filter(
+        session_id=session.session_id, message_id=message_id
+    ).exists()
+    return session.get_message(message_id)
 
 
 def _message_location(response: HttpResponse, session_id: str, message_id: str) -> None:
@@ -217,10 +226,12 @@ def put_message(
         raise ApiError(422, "id_mismatch", "The message's id must match the id in the path.")
     manager = owned_manager(request, session_id)
     session = manager.get_session(session_id)
-    stored = session.get_message(message_id)
-    check_if_match(request, message_etag(stored))
     message = {**message_dict(payload), "id": message_id}
-    if stored is None:
+    if "If-Match" in request.headers:  # conditional: only ever replaces, under a row lock
+        with transaction.atomic(using=manager.using):
+            check_if_match(request, message_etag(_locked_message(manager, session, message_id)))
+            inserted = _upsert(manager, session_id, message, OMITTED)
+    elif session.get_message(message_id) is None:
         writable_manager(request, session_id)
         if parent_id is not None:
             require_message(manager, session_id, parent_id)
@@ -243,12 +254,13 @@ def delete_message(request: HttpRequest, session_id: str, message_id: str):
     """Delete one message (its children stay, as roots); ``If-Match`` honoured."""
     manager = owned_manager(request, session_id)
     session = manager.get_session(session_id)
-    stored = session.get_message(message_id)
-    if stored is None:
-        raise not_found("message")
-    check_if_match(request, message_etag(stored))
-    session.delete_messages([message_id])
-    _touch(manager, session_id)
+    with transaction.atomic(using=manager.using):
+        stored = _locked_message(manager, session, message_id)
+        if stored is None:
+            raise not_found("message")
+        check_if_match(request, message_etag(stored))
+        session.delete_messages([message_id])
+        _touch(manager, session_id)
     return Status(204, None)
 
 

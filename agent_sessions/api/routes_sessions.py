@@ -131,7 +131,7 @@ def rename_session(request: HttpRequest, response: HttpResponse, session_id: str
     """Rename; with ``If-Match``, only if the session is unchanged since that ETag (412 otherwise)."""
     manager = get_manager()
     with transaction.atomic(using=manager.using):
-        row = owned_record(request, session_id, manager)
+        row = owned_record(request, session_id, manager, lock=True)
         check_if_match(request, session_etag(row))
         manager.rename(session_id, payload.name)
     return _current(request, response, session_id, manager)
@@ -244,7 +244,7 @@ def end_session(request: HttpRequest, response: HttpResponse, session_id: str, p
     manager = get_manager()
     reason = payload.reason if payload is not None else "ended"
     with transaction.atomic(using=manager.using):
-        row = owned_record(request, session_id, manager)
+        row = owned_record(request, session_id, manager, lock=True)
         check_if_match(request, session_etag(row))
         if row.end_reason is not None:
             raise ApiError(409, "session_ended", f"The session has already ended ({row.end_reason}).")
