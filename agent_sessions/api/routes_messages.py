@@ -18,6 +18,7 @@ from .http import check_if_match, message_etag, page, page_size, set_location
 from .schemas import (
     ERROR_STATUSES,
     MAX_INT,
+    NO_NUL_PATTERN,
     PRECONDITION_STATUSES,
     AppendIn,
     AppendOut,
@@ -270,7 +271,7 @@ def delete_message(request: HttpRequest, session_id: str, message_id: str):
 def get_history(
     request: HttpRequest,
     session_id: str,
-    leaf_id: str | None = Query(None),
+    leaf_id: str | None = Query(None, pattern=NO_NUL_PATTERN),
     limit: int | None = _WHOLE_LIMIT,
     offset: int = _OFFSET,
 ):
@@ -290,7 +291,7 @@ def get_recent_history(
     request: HttpRequest,
     session_id: str,
     max_content_bytes: int = Query(..., ge=0, le=MAX_INT, description="Budget of stored bytes for the window."),
-    leaf_id: str | None = Query(None),
+    leaf_id: str | None = Query(None, pattern=NO_NUL_PATTERN),
     min_recent_messages: int = Query(1, ge=1, le=10_000),
 ):
     """The longest recent part of the path whose stored size fits ``max_content_bytes`` (at least
@@ -312,7 +313,7 @@ def get_recent_history(
 def get_branches(
     request: HttpRequest,
     session_id: str,
-    message_id: str = Query(...),
+    message_id: str = Query(..., pattern=NO_NUL_PATTERN),
     limit: int | None = _WHOLE_LIMIT,
     offset: int = _OFFSET,
 ):
@@ -333,7 +334,7 @@ def get_latest_leaf(request: HttpRequest, session_id: str):
 @router.get(
     "/sessions/{session_id}/path-length", response={200: PathLengthOut, ERROR_STATUSES: ErrorOut}, summary="Path length"
 )
-def get_path_length(request: HttpRequest, session_id: str, leaf_id: str | None = Query(None)):
+def get_path_length(request: HttpRequest, session_id: str, leaf_id: str | None = Query(None, pattern=NO_NUL_PATTERN)):
     """Stored messages from the root to the leaf (no compaction applied)."""
     manager = _open_at_leaf(request, session_id, leaf_id)
     return {"length": manager.get_session(session_id).get_path_length(leaf_id)}

@@ -8,12 +8,16 @@ from ninja import Query, Router
 from .access import owned_manager, session_filter
 from .config import get_manager
 from .http import page_size
-from .schemas import ERROR_STATUSES, MAX_INT, ErrorOut, SearchOut
+from .schemas import ERROR_STATUSES, MAX_INT, NO_NUL_PATTERN, ErrorOut, SearchOut
 from .search import search_owned, search_session
 
 router = Router(tags=["search"])
 
-_Q = Query(..., description="Words to find (all of them); quotes, OR and -exclusions where the backend supports them.")
+_Q = Query(
+    ...,
+    pattern=NO_NUL_PATTERN,
+    description="Words to find (all of them); quotes, OR and -exclusions where the backend supports them.",
+)
 _LIMIT = Query(20, ge=1, le=MAX_INT, description="Hits to return (capped by AGENT_SESSIONS_API_MAX_PAGE_SIZE).")
 _OFFSET = Query(0, ge=0, le=10_000, description="Hits to skip (best first), for the next page.")
 

@@ -29,7 +29,8 @@ def _no_nul(value: str) -> str:
     return value
 
 
-_NO_NUL = {"pattern": r"^[^\u0000]*$"}  # documents the rule (the validator enforces it, surrogates included)
+NO_NUL_PATTERN = r"^[^\u0000]*$"
+_NO_NUL = {"pattern": NO_NUL_PATTERN}  # documents the rule (the validator enforces it, surrogates included)
 Text = Annotated[str, Field(json_schema_extra=_NO_NUL), AfterValidator(_no_nul)]
 Identifier = Annotated[str, Field(min_length=1, json_schema_extra=_NO_NUL), AfterValidator(_no_nul)]
 
