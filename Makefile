@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PG_URL ?= host=127.0.0.1 port=5432 user=postgres dbname=postgres
 PYTEST_ARGS ?=
 
-.PHONY: install demo serve test test-sqlite test-postgres test-postgres-partitioned contract lint bench bench-smoke clean
+.PHONY: install demo serve test test-sqlite test-postgres test-postgres-partitioned contract lint bench bench-smoke api-fuzz clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -48,6 +48,11 @@ contract: install
 
 lint: install
 	$(VENV)/bin/ruff check .
+
+# Schemathesis, every check and phase (stateful included), against gunicorn on fresh SQLite and Postgres databases.
+API_FUZZ_EXAMPLES ?= 300
+api-fuzz: install
+	$(PY) -m scripts.api_fuzz --db sqlite --db postgres --examples $(API_FUZZ_EXAMPLES)
 
 bench: install
 	$(PY) -m bench

@@ -161,6 +161,8 @@ DEFAULTS["API_MAX_BODY_BYTES"] = None
 DEFAULTS["API_MAX_PAGE_SIZE"] = 100
 # An API key's last_used_at is written at most this often (seconds).
 DEFAULTS["API_KEY_TOUCH_SECONDS"] = 60
+# Longest request URL (path and query, percent-encoded) the API answers; longer ones get a JSON 414.
+DEFAULTS["API_MAX_URL_BYTES"] = 4096
 
 
 def api_config() -> str | None:
@@ -178,6 +180,10 @@ def api_max_body_bytes() -> int | None:
 
 def api_max_page_size() -> int:
     return max(1, int(get("API_MAX_PAGE_SIZE")))
+
+
+def api_max_url_bytes() -> int:
+    return max(256, int(get("API_MAX_URL_BYTES")))
 
 
 def api_key_touch_seconds() -> float:

@@ -29,6 +29,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # JSON errors, chunked bodies and URL limits for the API's URLs (before anything reads the body).
+    "agent_sessions.api.middleware.ApiErrorMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

@@ -225,6 +225,15 @@ async def run_load(base_url: str, token: str, *, clients: int = 20, duration: fl
     return report
 
 
+def is_one_chain(rows: list[tuple[str, str | None]]) -> bool:
+    """Whether (id, parent id) rows form a single root→leaf chain: one root, every other row the only
+    child of a stored row (each client appends to its own latest leaf, so nothing may branch)."""
+    ids = {mid for mid, _ in rows}
+    roots = [mid for mid, parent in rows if parent is None or parent not in ids]
+    parents = [parent for _, parent in rows if parent is not None and parent in ids]
+    return len(roots) == 1 and len(parents) == len(set(parents)) and len(ids) == len(rows)
+
+
 def check_consistency(report: Report) -> dict:
     """Compare acknowledged appends with the stored rows (needs Django set up on the server's database)."""
     import django
@@ -232,9 +241,12 @@ def check_consistency(report: Report) -> dict:
     django.setup()
     from agent_sessions.models import Message
 
-    missing, duplicated, extra_unacked_stored = [], [], 0
+    missing, duplicated, extra_unacked_stored, broken_chains = [], [], 0, []
     for session_id, acked in report.acked.items():
-        stored = list(Message.objects.filter(session_id=session_id).values_list("message_id", flat=True))
+        rows = list(Message.objects.filter(session_id=session_id).values_list("message_id", "parent_id"))
+        stored = [mid for mid, _ in rows]
+        if not is_one_chain(rows):
+            broken_chains.append(session_id)
         counts: dict[str, int] = defaultdict(int)
         for mid in stored:
             counts[mid] += 1
@@ -251,8 +263,9 @@ def check_consistency(report: Report) -> dict:
         "missing": len(missing),
         "duplicated_or_unknown": len(duplicated),
         "unacknowledged_but_stored": extra_unacked_stored,
-        "ok": not missing and not duplicated,
-        "examples": (missing + duplicated)[:5],
+        "not_one_chain": len(broken_chains),
+        "ok": not missing and not duplicated and not broken_chains,
+        "examples": (missing + duplicated + broken_chains)[:5],
     }
     report.consistency = result
     return result
@@ -267,7 +280,8 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_gunicorn(env: dict, port: int, *, workers: int = 4, log: Path | None = None) -> subprocess.Popen:
+def start_gunicorn(env: dict, port: int, *, workers: int = 4, log: Path | None = None,
+                   startup_timeout: float = 60.0) -> subprocess.Popen:
     """gunicorn ``project.wsgi`` on 127.0.0.1:port; returns once it answers HTTP."""
     command = [
         str(Path(sys.executable).with_name("gunicorn")), "project.wsgi:application",
@@ -276,7 +290,7 @@ def start_gunicorn(env: dict, port: int, *, workers: int = 4, log: Path | None =
     out = log.open("w") if log else subprocess.DEVNULL
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
                                start_new_session=True)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + startup_timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"gunicorn exited with {process.returncode}: {log.read_text() if log else ''}")
@@ -286,7 +300,7 @@ def start_gunicorn(env: dict, port: int, *, workers: int = 4, log: Path | None =
         except httpx.HTTPError:
             time.sleep(0.3)
     stop(process)
-    raise RuntimeError("gunicorn did not answer within 60 s")
+    raise RuntimeError(f"gunicorn did not answer within {startup_timeout:.0f} s: {log.read_text() if log else ''}")
 
 
 def stop(process: subprocess.Popen) -> None:
@@ -376,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
                                                "DJANGO_SECURE_SSL_REDIRECT")})
         port = free_port()
         log = Path(tempfile.gettempdir()) / "agent-sessions-load.log"
-        server = start_gunicorn(env, port, workers=args.workers, log=log)
+        server = start_gunicorn(env, port, workers=args.workers, log=log, startup_timeout=300)
         base_url = f"http://127.0.0.1:{port}/api"
     else:
         if not args.base_url:

@@ -47,8 +47,8 @@ def test_create_with_parent_session(api, bob_api):
     assert child["parent_session_id"] == parent
     # Someone else's session cannot be named as parent.
     response = bob_api.post("/sessions", {"name": "C", "parent_session_id": parent})
-    assert response.status_code == 422
-    assert response.json()["code"] == "unknown_parent_session"
+    assert response.status_code == 404  # a referenced resource that is not there (or not yours)
+    assert response.json()["code"] == "parent_session_not_found"
 
 
 def test_list_sessions_paginates_newest_first(api, bob_api):
@@ -104,7 +104,7 @@ def test_append_status_codes_and_duplicates(api):
 def test_append_unknown_parent_is_rejected_and_writes_nothing(api):
     sid = api.new_session()
     response = api.post(f"/sessions/{sid}/messages", {"message": ui("a"), "parent_id": "ghost"})
-    assert response.status_code == 422 and response.json()["code"] == "unknown_parent"
+    assert response.status_code == 404 and response.json()["code"] == "parent_not_found"
     assert not Message.objects.filter(session_id=sid).exists()
 
 
@@ -184,8 +184,9 @@ def test_update_errors(api):
     api.append(sid, "a")
     mismatch = api.put(f"/sessions/{sid}/messages/a", ui("b"))
     assert mismatch.status_code == 422 and mismatch.json()["code"] == "id_mismatch"
-    missing = api.put(f"/sessions/{sid}/messages/zz", ui("zz"))
-    assert missing.status_code == 404 and missing.json()["code"] == "message_not_found"
+    missing = api.put(f"/sessions/{sid}/messages/zz", ui("zz"))  # PUT stores a new message (child of the leaf)
+    assert missing.status_code == 201 and missing["Location"].endswith(f"/sessions/{sid}/messages/zz")
+    assert api.get(f"/sessions/{sid}/history").json()["messages"][-1]["id"] == "zz"
 
 
 def test_get_message_with_slashes_and_unknown(api):
@@ -322,7 +323,7 @@ def test_compact_is_async_with_a_status(api, custom_config):
     response = api.post(f"/sessions/{sid}/compact", {})
     assert response.status_code == 202
     body = response.json()
-    assert body["session_id"] == sid and body["status_url"] == f"/api/sessions/{sid}/compact"
+    assert body["session_id"] == sid and body["status_url"] == f"/api/sessions/{sid}/compaction-status"
     # Celery is eager in the tests, so the job has already finished.
     status = api.get(f"/sessions/{sid}/compact").json()
     assert status["status"] == "succeeded" and status["error"] == ""

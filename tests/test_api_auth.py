@@ -36,6 +36,23 @@ SESSION_ROUTES = [
     ("patch", "", {"name": "x"}),
     ("delete", "", None),
     ("post", "/fork", {"at_message_id": "m1", "name": "f"}),
+    ("post", "/forks", {"at_message_id": "m1", "name": "f"}),
+    ("get", "/fork-mapping", None),
+    ("get", "/children", None),
+    ("post", "/end", {"reason": "done"}),
+    ("get", "/usage", None),
+    ("post", "/usage/increments", {"input_tokens": 1}),
+    ("get", "/messages", None),
+    ("delete", "/messages", None),
+    ("delete", "/messages/m1", None),
+    ("post", "/message-deletions", {"ids": ["m1"]}),
+    ("get", "/message-count", None),
+    ("get", "/recent-history?max_content_bytes=1000", None),
+    ("post", "/compaction-requests", {}),
+    ("get", "/compaction-status", None),
+    ("get", "/compactions/c1", None),
+    ("delete", "/compactions/c1", None),
+    ("get", "/system-prompt", None),
     ("post", "/split", {"summary": "s"}),
     ("post", "/usage", {"input_tokens": 1}),
     ("post", "/messages", {"message": ui("m9")}),
@@ -100,7 +117,8 @@ def test_route_table_covers_every_session_operation():
             p.split("?")[0]
             .replace("/m1", "/{message_id}")
             .replace("/memory", "/{label}")
-            .replace("/set_context", "/{name}"),
+            .replace("/set_context", "/{name}")
+            .replace("/c1", "/{compaction_id}"),
         )
         for m, p, _ in SESSION_ROUTES
     }

@@ -10,6 +10,11 @@ reach the code behind the ownership check.
 The operations are listed from the in-process schema at collection time; the
 hypothesis loop runs inside each test (schemathesis' lazy pytest fixture loader
 does not work with this pytest version).
+
+``test_every_check_and_the_stateful_phase`` runs the schemathesis CLI with
+``--checks all`` and every phase (stateful included, following the OpenAPI
+links) against gunicorn on a fresh database of the current kind, at a small
+example count; ``make api-fuzz`` runs the same with 300 examples per operation.
 """
 
 from __future__ import annotations
@@ -37,6 +42,9 @@ from schemathesis.checks import not_a_server_error  # noqa: E402
 from schemathesis.specs.openapi.checks import response_schema_conformance  # noqa: E402
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+CI_EXAMPLES = 5
+"""Examples per operation of the all-checks CLI run in the normal suite (``make api-fuzz``: 300)."""
 
 MAX_EXAMPLES = 15
 """Examples per operation (29 operations: about a minute in all)."""
@@ -103,3 +111,11 @@ def test_operation_conforms_to_schema(live_server, fuzzer, method, path):
 
     check()
     assert statuses and max(statuses) < 500
+
+
+@pytest.mark.e2e
+def test_every_check_and_the_stateful_phase(settings):
+    """schemathesis run $B/openapi.json --checks all --phases examples,coverage,fuzzing,stateful: zero failures."""
+    from scripts import api_fuzz
+
+    assert api_fuzz.run(settings.DB, CI_EXAMPLES) == 0

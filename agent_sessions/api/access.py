@@ -13,7 +13,7 @@ from ..manager.records import LIST_ORDER
 from ..models import Message, SessionRecord
 from .auth import is_staff
 from .config import get_manager
-from .errors import not_found
+from .errors import ApiError, not_found
 
 
 def caller(request: HttpRequest) -> Any:
@@ -29,9 +29,15 @@ def visible_sessions(request: HttpRequest, manager: SessionManager | None = None
     return rows if is_staff(user) else rows.filter(owner_id=user.pk)
 
 
-def owned_record(request: HttpRequest, session_id: str, manager: SessionManager | None = None) -> SessionRecord:
-    """The caller's session row, or a 404 (the same whether it is missing or someone else's)."""
-    row = visible_sessions(request, manager).filter(id=session_id).first()
+def owned_record(
+    request: HttpRequest, session_id: str, manager: SessionManager | None = None, *, lock: bool = False
+) -> SessionRecord:
+    """The caller's session row, or a 404 (the same whether it is missing or someone else's).
+
+    ``lock``: ``SELECT … FOR UPDATE`` (inside a transaction), so a precondition checked on the row holds
+    until the write."""
+    rows = visible_sessions(request, manager)
+    row = (rows.select_for_update() if lock else rows).filter(id=session_id).first()
     if row is None:
         raise not_found("session")
     return row
@@ -41,6 +47,17 @@ def owned_manager(request: HttpRequest, session_id: str) -> SessionManager:
     """The API's manager, after checking the caller owns the session (a 404 otherwise)."""
     manager = get_manager()
     owned_record(request, session_id, manager)
+    return manager
+
+
+def writable_manager(request: HttpRequest, session_id: str) -> SessionManager:
+    """Like :func:`owned_manager`, but 409 once the session has ended (split or ended explicitly)."""
+    manager = get_manager()
+    row = owned_record(request, session_id, manager)
+    if row.end_reason is not None:
+        raise ApiError(
+            409, "session_ended", f"The session has ended ({row.end_reason}); continue in a new or split session."
+        )
     return manager
 
 

@@ -11,7 +11,7 @@ import logging
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
-from django.db import DataError, InterfaceError, OperationalError
+from django.db import DatabaseError, DataError, IntegrityError
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
@@ -77,18 +77,48 @@ LIBRARY_ERRORS: dict[type[Exception], tuple[int, str]] = {
     AgentSessionsError: (400, "bad_request"),
 }
 
-_HTTP_CODES = {
+HTTP_CODES = {
     400: "bad_request",
     401: "not_authenticated",
     403: "forbidden",
     404: "not_found",
     405: "method_not_allowed",
+    409: "conflict",
+    412: "precondition_failed",
+    413: "too_large",
+    414: "uri_too_long",
+    415: "unsupported_media_type",
+    422: "validation_error",
+    500: "server_error",
+    503: "service_unavailable",
 }
 
+# Messages of permanent database errors that mean "this value can never be stored" (413), by vendor.
+_TOO_LARGE_MARKERS = ("too long for tsvector", "index row size", "too big", "too long", "exceeds maximum")
 
-def _permanent(exc: Exception) -> bool:
-    """An OperationalError that is a program limit (SQLSTATE 54…), e.g. an index row too large."""
-    return str(getattr(exc.__cause__, "sqlstate", "") or "").startswith("54")
+
+def _sqlstate(exc: BaseException) -> str:
+    cause = exc.__cause__ or exc.__context__
+    return str(getattr(cause, "sqlstate", None) or getattr(exc, "sqlstate", None) or "")
+
+
+def classify_database_error(exc: DatabaseError) -> tuple[int, str, str]:
+    """(status, code, detail) for a database error: input it can never store is 413/422, an outage 503.
+
+    SQLSTATE class 54 (program limit exceeded: tsvector or index row too large)
+    and over-size messages are 413; class 22 (data exception) and DataError
+    are 422; integrity violations 409; anything else (connection lost, server
+    shutting down, SQLite busy) is an outage worth retrying.
+    """
+    state = _sqlstate(exc)
+    text = str(exc).lower()
+    if state.startswith("54") or any(marker in text for marker in _TOO_LARGE_MARKERS):
+        return 413, "too_large", "A value in the request is too large to store."
+    if isinstance(exc, DataError) or state.startswith("22"):
+        return 422, "unstorable_value", "A value in the request cannot be stored."
+    if isinstance(exc, IntegrityError) or state.startswith("23"):
+        return 409, "conflict", "The request conflicts with stored data; re-read and retry."
+    return 503, "database_unavailable", "The database is unavailable; retry shortly."
 
 
 def install(api: NinjaAPI) -> None:
@@ -112,7 +142,7 @@ def install(api: NinjaAPI) -> None:
 
     def on_http(request: HttpRequest, exc: HttpError) -> HttpResponse:
         status = exc.status_code
-        code = "malformed_json" if status == 400 and "parse" in str(exc).lower() else _HTTP_CODES.get(status, "error")
+        code = "malformed_json" if status == 400 and "parse" in str(exc).lower() else HTTP_CODES.get(status, "error")
         return respond(request, status, code, str(exc))
 
     def on_404(request: HttpRequest, exc: Http404) -> HttpResponse:
@@ -129,18 +159,16 @@ def install(api: NinjaAPI) -> None:
                 return respond(request, status, code, detail)
         return respond(request, 400, "bad_request", str(exc))
 
-    def on_database_down(request: HttpRequest, exc: OperationalError | InterfaceError) -> HttpResponse:
-        if _permanent(exc):  # a refusal of the input, not an outage: retrying cannot help
-            return on_data_error(request, exc)
+    def on_database_error(request: HttpRequest, exc: DatabaseError) -> HttpResponse:
+        status, code, detail = classify_database_error(exc)
+        if status != 503:
+            logger.info("rejected %s %s: %s", request.method, request.path, exc)
+            return respond(request, status, code, detail)
         # The database went away (restart, failover): the request may be retried.
         logger.warning("database unavailable in %s %s: %s", request.method, request.path, exc)
-        response = respond(request, 503, "database_unavailable", "The database is unavailable; retry shortly.")
+        response = respond(request, status, code, detail)
         response["Retry-After"] = "2"
         return response
-
-    def on_data_error(request: HttpRequest, exc: Exception) -> HttpResponse:
-        logger.warning("input refused by the database in %s %s: %s", request.method, request.path, exc)
-        return respond(request, 422, "invalid_message", "The database refused this input.")
 
     def on_unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
         logger.exception("unhandled error in %s %s", request.method, request.path, exc_info=exc)
@@ -153,9 +181,7 @@ def install(api: NinjaAPI) -> None:
     api.add_exception_handler(Http404, on_404)
     api.add_exception_handler(RequestDataTooBig, on_too_big)
     api.add_exception_handler(AgentSessionsError, on_library)
-    api.add_exception_handler(DataError, on_data_error)
-    api.add_exception_handler(OperationalError, on_database_down)
-    api.add_exception_handler(InterfaceError, on_database_down)
+    api.add_exception_handler(DatabaseError, on_database_error)
     api.add_exception_handler(Exception, on_unexpected)
 
 

@@ -7,13 +7,23 @@ session id, so they are only reachable under a session the caller owns.
 from __future__ import annotations
 
 from django.http import HttpRequest
-from ninja import Router
+from ninja import Query, Router
 
 from ..context.block import ContextBlock
 from ..session import Session
 from .access import owned_manager
 from .errors import not_found
-from .schemas import ERROR_STATUSES, ContextBlockList, ContextBlockOut, ContextWriteIn, ErrorOut, PromptOut
+from .http import page
+from .schemas import (
+    ERROR_STATUSES,
+    MAX_INT,
+    ContextBlockList,
+    ContextBlockOut,
+    ContextWriteIn,
+    ErrorOut,
+    PromptOut,
+    StoredPromptOut,
+)
 
 router = Router(tags=["context"])
 
@@ -42,9 +52,15 @@ def _writable(request: HttpRequest, session_id: str, label: str) -> Session:
     response={200: ContextBlockList, ERROR_STATUSES: ErrorOut},
     summary="Context blocks",
 )
-def list_blocks(request: HttpRequest, session_id: str):
-    """Every block in registration order, with token usage and what it allows."""
-    return {"blocks": _session(request, session_id).get_context_blocks()}
+def list_blocks(
+    request: HttpRequest,
+    session_id: str,
+    limit: int | None = Query(None, ge=1, le=MAX_INT),
+    offset: int = Query(0, ge=0, le=MAX_INT),
+):
+    """Blocks in registration order, with token usage and what they allow (a page; ``count`` is the total)."""
+    blocks, count, size = page(_session(request, session_id).get_context_blocks(), limit, offset)
+    return {"blocks": blocks, "count": count, "limit": size, "offset": offset}
 
 
 @router.get(
@@ -74,6 +90,17 @@ def replace_block(request: HttpRequest, session_id: str, label: str, payload: Co
 def append_block(request: HttpRequest, session_id: str, label: str, payload: ContextWriteIn):
     """Append to a writable block (a newline is inserted unless the block is empty or the text starts with one)."""
     return _writable(request, session_id, label).append_context_block(label, payload.content)
+
+
+@router.get(
+    "/sessions/{session_id}/system-prompt",
+    response={200: StoredPromptOut, ERROR_STATUSES: ErrorOut},
+    summary="Stored system prompt",
+)
+def get_prompt(request: HttpRequest, session_id: str):
+    """The frozen prompt as stored, without rendering or storing anything (``null`` before the first freeze)."""
+    prompt = _session(request, session_id)._stored_prompt()
+    return {"prompt": prompt, "frozen": prompt is not None}
 
 
 @router.post(

@@ -9,13 +9,14 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest
-from ninja import Router
+from ninja import Query, Router
 
 from ..manager.history import TOOL_LIMIT, session_search_tool
 from ..tools import Tool
 from .access import owned_manager, session_filter
 from .errors import ApiError, not_found
-from .schemas import ERROR_STATUSES, ErrorOut, ToolCallIn, ToolList, ToolResultOut
+from .http import page
+from .schemas import ERROR_STATUSES, MAX_INT, ErrorOut, ToolCallIn, ToolList, ToolResultOut
 from .search import search_owned
 
 router = Router(tags=["tools"])
@@ -45,9 +46,16 @@ def _has_nul(value: Any) -> bool:
 
 
 @router.get("/sessions/{session_id}/tools", response={200: ToolList, ERROR_STATUSES: ErrorOut}, summary="List tools")
-def list_tools(request: HttpRequest, session_id: str):
-    """Each tool's name, description and JSON Schema ``parameters`` (ready for an LLM SDK)."""
-    return {"tools": list(_tools(request, session_id).values())}
+def list_tools(
+    request: HttpRequest,
+    session_id: str,
+    limit: int | None = Query(None, ge=1, le=MAX_INT),
+    offset: int = Query(0, ge=0, le=MAX_INT),
+):
+    """Each tool's name, description and JSON Schema ``parameters`` (ready for an LLM SDK); a page, ``count``
+    is the total."""
+    tools, count, size = page(list(_tools(request, session_id).values()), limit, offset)
+    return {"tools": tools, "count": count, "limit": size, "offset": offset}
 
 
 @router.post(

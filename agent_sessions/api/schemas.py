@@ -2,17 +2,20 @@
 
 Messages stay UIMessage JSON: an object with ``id``, ``role`` and ``parts``
 whose other keys (``createdAt``, metadata, …) and part contents round-trip
-unchanged.  Every string a client sends is checked for NUL characters, which
-Postgres TEXT cannot hold (they would otherwise surface as database errors).
+unchanged.  Every string a client sends is checked for NUL characters and
+lone surrogates, which no database column can hold (the request guard checks
+whole bodies, keys and nested parts included; these validators repeat it per field).
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from ninja import Schema
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+
+from .limits import unstorable
 
 MAX_INT = 2**31 - 1
 """Upper bound of counts and offsets a client sends (keeps SQL integers in range)."""
@@ -20,13 +23,35 @@ MAX_TOKENS_PER_CALL = 10**12
 
 
 def _no_nul(value: str) -> str:
-    if "\x00" in value:
-        raise ValueError("must not contain NUL characters")
+    reason = unstorable(value)
+    if reason:
+        raise ValueError(reason)
     return value
 
 
-Text = Annotated[str, AfterValidator(_no_nul)]
-Identifier = Annotated[str, Field(min_length=1), AfterValidator(_no_nul)]
+NO_NUL_PATTERN = r"^[^\u0000]*$"
+_NO_NUL = {"pattern": NO_NUL_PATTERN}  # documents the rule (the validator enforces it, surrogates included)
+Text = Annotated[str, Field(json_schema_extra=_NO_NUL), AfterValidator(_no_nul)]
+Identifier = Annotated[str, Field(min_length=1, json_schema_extra=_NO_NUL), AfterValidator(_no_nul)]
+
+
+def _iso_datetime(value: Any) -> Any:
+    """ISO 8601 text only (pydantic alone would also read numbers as Unix timestamps)."""
+    if isinstance(value, datetime):
+        return value
+    if not isinstance(value, str):
+        raise ValueError("must be an ISO 8601 date-time")
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError("must be an ISO 8601 date-time, e.g. 2026-01-31T12:00:00Z") from None
+    try:  # in UTC: databases take offsets of at most ±15:59, ISO 8601 up to ±23:59
+        return parsed.astimezone(UTC) if parsed.tzinfo is not None else parsed
+    except OverflowError:
+        raise ValueError("is out of range") from None
+
+
+IsoDateTime = Annotated[datetime, BeforeValidator(_iso_datetime)]
 Limit = Annotated[int, Field(ge=1, le=MAX_INT)]
 Offset = Annotated[int, Field(ge=0, le=MAX_INT)]
 
@@ -52,6 +77,12 @@ class UIMessageIn(BaseModel):
     id: Identifier
     role: Identifier
     parts: list[Any]
+
+
+class UIMessagePut(UIMessageIn):
+    """A UIMessage sent to its own URL: ``id`` may be left out (the URL names the message)."""
+
+    id: Identifier | None = None  # type: ignore[assignment]
 
 
 class UIMessageOut(BaseModel):
@@ -83,6 +114,35 @@ class AppendOut(Schema):
 
 class MessageList(Schema):
     messages: list[UIMessageOut]
+
+
+class MessagePage(Schema):
+    """A page of messages: ``count`` is the total, ``limit``/``offset`` the page asked for."""
+
+    messages: list[UIMessageOut]
+    count: int
+    limit: int
+    offset: int
+
+
+class RecentHistoryOut(Schema):
+    """The longest recent suffix of the path that fits ``max_content_bytes`` (overlays applied)."""
+
+    messages: list[UIMessageOut]
+    truncated: bool
+    total_content_bytes: int
+
+
+class CountOut(Schema):
+    count: int
+
+
+class ForkMappingOut(Schema):
+    """``{original message id: copied message id}`` of a fork (empty for a session that is not a fork)."""
+
+    session_id: str
+    parent_session_id: str | None
+    mapping: dict[str, str]
 
 
 class LeafOut(Schema):
@@ -146,10 +206,30 @@ class SplitIn(Schema):
     name: Text | None = None
 
 
+class SessionEndIn(Schema):
+    reason: Identifier = "ended"
+
+
+class UsageOut(Schema):
+    input_tokens: int
+    output_tokens: int
+    estimated_cost: float
+
+
+def _json_number(value: Any) -> Any:
+    """A JSON number as sent: ``true`` or ``"5"`` are rejected, not coerced (``5.0`` is the integer 5)."""
+    if isinstance(value, (bool, str)) or value is None:
+        raise ValueError("must be a JSON number")
+    return value
+
+
+Number = BeforeValidator(_json_number)
+
+
 class UsageIn(Schema):
-    input_tokens: int = Field(0, ge=0, le=MAX_TOKENS_PER_CALL)
-    output_tokens: int = Field(0, ge=0, le=MAX_TOKENS_PER_CALL)
-    cost: float = Field(0.0, ge=0, le=1e9, allow_inf_nan=False)
+    input_tokens: Annotated[int, Number] = Field(0, ge=0, le=MAX_TOKENS_PER_CALL)
+    output_tokens: Annotated[int, Number] = Field(0, ge=0, le=MAX_TOKENS_PER_CALL)
+    cost: Annotated[float, Number] = Field(0.0, ge=0, le=1e9, allow_inf_nan=False)
 
 
 # ── search ──────────────────────────────────────────────────────────
@@ -164,7 +244,11 @@ class SearchResultOut(Schema):
 
 
 class SearchOut(Schema):
+    """A page of hits, best first (``limit``/``offset`` as asked; counting every match would cost a full scan)."""
+
     results: list[SearchResultOut]
+    limit: int
+    offset: int
 
 
 # ── compaction ──────────────────────────────────────────────────────
@@ -202,6 +286,9 @@ class CompactionOut(Schema):
 
 class CompactionList(Schema):
     compactions: list[CompactionOut]
+    count: int
+    limit: int
+    offset: int
 
 
 # ── context and prompt ──────────────────────────────────────────────
@@ -220,6 +307,9 @@ class ContextBlockOut(Schema):
 
 class ContextBlockList(Schema):
     blocks: list[ContextBlockOut]
+    count: int
+    limit: int
+    offset: int
 
 
 class ContextWriteIn(Schema):
@@ -228,6 +318,13 @@ class ContextWriteIn(Schema):
 
 class PromptOut(Schema):
     prompt: str
+
+
+class StoredPromptOut(Schema):
+    """The stored (frozen) system prompt; ``null`` until it is frozen."""
+
+    prompt: str | None
+    frozen: bool
 
 
 # ── tools ───────────────────────────────────────────────────────────
@@ -241,6 +338,9 @@ class ToolOut(Schema):
 
 class ToolList(Schema):
     tools: list[ToolOut]
+    count: int
+    limit: int
+    offset: int
 
 
 class ToolCallIn(Schema):
@@ -254,5 +354,6 @@ class ToolResultOut(Schema):
     result: str
 
 
-ERROR_STATUSES = frozenset({400, 401, 403, 404, 409, 413, 422})
-"""Statuses every operation documents with :class:`ErrorOut`."""
+ERROR_STATUSES = frozenset({400, 401, 403, 404, 405, 409, 413, 414, 415, 422, 500, 503})
+"""Statuses every operation documents with :class:`ErrorOut` (412 too where ``If-Match`` applies)."""
+PRECONDITION_STATUSES = ERROR_STATUSES | {412}
