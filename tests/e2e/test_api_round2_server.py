@@ -100,8 +100,6 @@ def assert_json_error(response: httpx.Response, status: int, code: str | None = 
 def test_racing_upserts_report_one_insert(client, route):
     """20 × in parallel: curl -X PUT -H "$H" -d '{"message":{"id":"race",…}}' $B/sessions/$S/messages
     (and PUT $B/sessions/$S/messages/race)  → exactly one 201 ``inserted: true``, one row."""
-    if connection.vendor != "postgresql":
-        pytest.skip("the race is checked on Postgres (SQLite serialises writers)")
     sid = client.post("/sessions", json={"name": "race"}).json()["id"]
     client.post(f"/sessions/{sid}/messages", json={"message": ui("root")})
 
