@@ -24,8 +24,16 @@ ERRORS: list[BaseException] = []
 
 
 def slow_summarize(prompt: str) -> str:
-    """A summariser that takes a while, so a test can see the append return first."""
+    """A summariser that takes a while, so a test can see the append return first.
+
+    While the file named by ``AGENT_SESSIONS_TEST_SUMMARY_HOLD`` exists it does not finish
+    (up to 120 s): a test holds it to observe the state before the summary, without timing.
+    """
     time.sleep(float(os.environ.get("AGENT_SESSIONS_TEST_SUMMARY_DELAY", "1.5")))
+    hold = os.environ.get("AGENT_SESSIONS_TEST_SUMMARY_HOLD")
+    deadline = time.monotonic() + 120
+    while hold and os.path.exists(hold) and time.monotonic() < deadline:
+        time.sleep(0.05)
     return "SLOW SUMMARY"
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 
@@ -27,10 +26,8 @@ def rendered_rows(html: str) -> int:
 
 
 def test_tree_page_on_10k_messages_is_bounded(admin_client, big, django_assert_max_num_queries):
-    started = time.perf_counter()
-    with django_assert_max_num_queries(MAX_QUERIES):
+    with django_assert_max_num_queries(MAX_QUERIES):  # the bound that matters; wall-clock belongs in bench/
         response = admin_client.get(f"{URL}change/")
-    elapsed = time.perf_counter() - started
     html = response.content.decode()
     assert response.status_code == 200
     assert '<dd data-stat="messages">10000</dd>' in html
@@ -40,8 +37,7 @@ def test_tree_page_on_10k_messages_is_bounded(admin_client, big, django_assert_m
     assert 0 < rendered_rows(html) <= PER_PAGE + 20
     assert f'id="msg-{big["leaf"]}"' in html and 'id="msg-m0"' not in html
     assert "Short tail summary." in html and "Long middle summary." not in html
-    print(f"\n10k tree page: {elapsed * 1000:.0f} ms, {len(html)} bytes, {rendered_rows(html)} rows")
-    assert elapsed < 10
+    assert len(html) < 300_000  # page weight, as the operator tests bound it
 
 
 def test_first_page_shows_root_and_lazy_long_compaction(admin_client, big, django_assert_max_num_queries):

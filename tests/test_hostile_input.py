@@ -147,9 +147,13 @@ def test_http_api_stores_identically_or_answers_4xx(api, message):  # noqa: F811
 @given(query=st.one_of(texts, st.text(st.characters(codec=None, categories=None), max_size=3000)))
 def test_hostile_search_queries_never_fail(query):
     manager = SessionManager()
+    session = Session.create().for_session("q")
+    needle = {"id": "needle", "role": "user", "parts": [{"type": "text", "text": "a needle among hostile queries"}]}
+    session.append_message(needle)  # False after the first example
     results = manager.search(query, limit=5)
-    assert isinstance(results, list)
-    assert isinstance(Session.create().for_session("q").search(query), list)
+    assert isinstance(results, list) and {r.id for r in results} <= {"needle"}
+    assert {r.id for r in session.search(query)} <= {"needle"}
+    assert [r.id for r in session.search("needle hostile")] == ["needle"]  # the index answers alongside
 
 
 def test_limits_are_settings_with_sane_defaults(settings):
@@ -199,6 +203,9 @@ def test_query_length_limit_truncates_instead_of_failing(session, settings):
     assert [r.id for r in session.search(query)] == ["a"]  # only the first 60 characters count
 
 
+MALFORMED_JSON = ("{", "not json", '{"message": ', "\xff\xfe", "[" * 100_000)
+
+
 @pytest.mark.parametrize(
     "raw",
     [
@@ -215,12 +222,15 @@ def test_query_length_limit_truncates_instead_of_failing(session, settings):
         '{"message": "not an object"}',
         "[]",
         "",
+        *MALFORMED_JSON,
     ],
 )
 def test_malformed_bodies_are_4xx_and_write_nothing(api, raw):  # noqa: F811
     sid = api.new_session("raw")
     response = api.post(f"/sessions/{sid}/messages", raw=raw)
     assert 400 <= response.status_code < 500, (response.status_code, response.content[:200])
+    if raw in MALFORMED_JSON:  # not JSON at all: 400 with its own code
+        assert response.status_code == 400 and response.json()["code"] == "malformed_json"
     assert stored_rows(sid) == []
 
 

@@ -52,6 +52,7 @@ def worker(tmp_path, monkeypatch):
     process = start_worker(
         log, settings_module="tests.worker_settings", broker_url=BROKER_URL, queue=queue, node=queue,
         pool="threads", concurrency=2, summary_delay=SUMMARY_DELAY,
+        extra_env={"AGENT_SESSIONS_TEST_SUMMARY_HOLD": str(tmp_path / "hold-summaries")},
     )  # fmt: skip
     app = jobs.compact_session.app
     saved = {key: app.conf[key] for key in ("broker_url", "task_always_eager")}
@@ -76,17 +77,20 @@ def _compactions(session_id: str) -> list:
     return Session.create().for_session(session_id).get_compactions()
 
 
-def test_append_returns_before_the_worker_stores_the_summary(worker, session_id):
+def test_append_returns_before_the_worker_stores_the_summary(worker, session_id, tmp_path):
+    """Causal, not timed: the summariser is held, so an append that waited for it could not return."""
     log, queue_info = worker
     fill(session_id, 5)
     session = registry.get(sessions_registry.SLOW).get_session(session_id)
     assert session._estimate_tokens() <= sessions_registry.THRESHOLD
-    started = time.monotonic()
-    assert session.append_message(msg("crossing", text="this one crosses the threshold " * 10)) is True
-    elapsed = time.monotonic() - started
-    assert elapsed < SUMMARY_DELAY, f"append took {elapsed:.2f}s: it waited for the summary"
-    assert session.get_compactions() == []  # the summary does not exist yet
-    assert jobs.get_compaction_status(session_id)["status"] in {"pending", "running"}
+    hold = tmp_path / "hold-summaries"
+    hold.touch()
+    try:
+        assert session.append_message(msg("crossing", text="this one crosses the threshold " * 10)) is True
+        assert session.get_compactions() == []  # the summary does not exist yet
+        assert jobs.get_compaction_status(session_id)["status"] in {"pending", "running"}
+    finally:
+        hold.unlink()
 
     [overlay] = wait_for(lambda: _compactions(session_id), 60, "the overlay", log,
                           lambda: f"{jobs.get_compaction_status(session_id)}; {queue_info()}")
