@@ -45,6 +45,8 @@ test-postgres-partitioned: install
 contract: install
 	../shared/contract/run.sh . sqlite
 	../shared/contract/run.sh . postgres
+	../shared/contract-next/run.sh . sqlite
+	../shared/contract-next/run.sh . postgres
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -85,3 +85,22 @@ class SessionStore:
     def clear(self) -> None:
         """Delete every message and overlay of the session (its registry row stays)."""
         self.manager.clear_messages(self.session_id)
+
+
+class StoredHistory:
+    """What every adapter shares: a :class:`SessionStore` for ``session_id`` and its accessors."""
+
+    SOURCE = ""
+    """The ``assistant_sessions.source`` an adapter's sessions are registered with."""
+
+    def __init__(self, session_id: str, *, using: str | None = None, manager: Any = None) -> None:
+        self._store = SessionStore(session_id, using=using, manager=manager, source=self.SOURCE)
+        self.session_id = session_id
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.session_id!r})"
+
+    @property
+    def store(self) -> SessionStore:
+        """The storage side (its ``session`` is the :class:`agent_sessions.Session`)."""
+        return self._store

@@ -30,7 +30,7 @@ from ._parts import (
     tool_name,
     tool_result_part,
 )
-from ._store import SessionStore
+from ._store import StoredHistory
 
 require("langchain_core", "langchain")
 
@@ -63,24 +63,14 @@ _CHUNKS = {
 }
 
 
-class DjangoChatMessageHistory(BaseChatMessageHistory):
+class DjangoChatMessageHistory(StoredHistory, BaseChatMessageHistory):
     """A chat history stored as one message row per LangChain message, sync and async.
 
     ``messages`` is the latest branch with compaction overlays applied; rows written
     elsewhere (overlays, the REST API) are rendered as plain LangChain messages.
     """
 
-    def __init__(self, session_id: str, *, using: str | None = None, manager: Any = None) -> None:
-        self._store = SessionStore(session_id, using=using, manager=manager, source=SOURCE)
-        self.session_id = session_id
-
-    def __repr__(self) -> str:
-        return f"DjangoChatMessageHistory({self.session_id!r})"
-
-    @property
-    def store(self) -> SessionStore:
-        """The storage side (its ``session`` is the :class:`agent_sessions.Session`)."""
-        return self._store
+    SOURCE = SOURCE
 
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]

@@ -29,7 +29,7 @@ from ._parts import (
     tool_name,
     tool_result_part,
 )
-from ._store import SessionStore
+from ._store import StoredHistory
 
 require("agents", "openai-agents")
 
@@ -40,13 +40,15 @@ SOURCE = "openai-agents"
 _ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
 
 
-class AgentsSession:
+class AgentsSession(StoredHistory):
     """The Agents SDK ``Session`` protocol (async methods), one message row per item.
 
     ``session_id`` names the agent_sessions session (and its ``assistant_sessions``
     row, created on the first write). ``get_items`` reads the latest branch with
     compaction overlays applied; ``pop_item`` deletes that branch's last row.
     """
+
+    SOURCE = SOURCE
 
     def __init__(
         self,
@@ -56,17 +58,8 @@ class AgentsSession:
         manager: Any = None,
         session_settings: Any = None,
     ) -> None:
-        self._store = SessionStore(session_id, using=using, manager=manager, source=SOURCE)
-        self.session_id = session_id
+        super().__init__(session_id, using=using, manager=manager)
         self.session_settings = session_settings
-
-    def __repr__(self) -> str:
-        return f"AgentsSession({self.session_id!r})"
-
-    @property
-    def store(self) -> SessionStore:
-        """The storage side (its ``session`` is the :class:`agent_sessions.Session`)."""
-        return self._store
 
     # ── sync core (also handy outside an event loop) ────────────────
     def get_items_sync(self, limit: int | None = None) -> list[dict]:

@@ -29,7 +29,7 @@ from ._parts import (
     tool_name,
     tool_result_part,
 )
-from ._store import SessionStore
+from ._store import StoredHistory
 
 require("pydantic_ai", "pydantic-ai")
 
@@ -86,24 +86,14 @@ def to_model_messages(messages: Sequence[dict]) -> list[ModelMessage]:
 
 
 @with_async_twins("get_messages", "add_messages", "clear")
-class ModelMessageHistory:
+class ModelMessageHistory(StoredHistory):
     """A session as Pydantic AI message history (``aget_messages`` etc. are the async twins).
 
     ``agent.run(prompt, message_history=history.get_messages())`` then
     ``history.add_messages(result.new_messages())``; each message is one row.
     """
 
-    def __init__(self, session_id: str, *, using: str | None = None, manager: Any = None) -> None:
-        self._store = SessionStore(session_id, using=using, manager=manager, source=SOURCE)
-        self.session_id = session_id
-
-    def __repr__(self) -> str:
-        return f"ModelMessageHistory({self.session_id!r})"
-
-    @property
-    def store(self) -> SessionStore:
-        """The storage side (its ``session`` is the :class:`agent_sessions.Session`)."""
-        return self._store
+    SOURCE = SOURCE
 
     def get_messages(self) -> list[ModelMessage]:
         """The latest branch (compaction overlays applied) as Pydantic AI messages."""
