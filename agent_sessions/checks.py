@@ -165,9 +165,7 @@ def check_summarizer_api_key(app_configs=None, **kwargs):
 
     from . import conf
 
-    configured = any(
-        getattr(settings, f"AGENT_SESSIONS_SUMMARIZER_{key}", None) for key in ("BASE_URL", "MODEL")
-    )
+    configured = any(getattr(settings, f"AGENT_SESSIONS_SUMMARIZER_{key}", None) for key in ("BASE_URL", "MODEL"))
     if not configured or conf.summarizer_api_key():
         return []
     host = (urlsplit(conf.summarizer_base_url()).hostname or "").lower()

@@ -191,7 +191,10 @@ class CompactionJob(models.Model):
         IDLE = "idle", "idle"
 
     session = models.OneToOneField(
-        "SessionRecord", on_delete=models.DO_NOTHING, db_constraint=False, db_column="session_id",
+        "SessionRecord",
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_column="session_id",
         related_name="compaction_job",
     )
     config_name = models.TextField(default="", blank=True, help_text="Registry name; empty for inline (ad-hoc) runs.")
@@ -262,6 +265,6 @@ class ApiKey(models.Model):
 
 # Database triggers (see agent_sessions.triggers), registered with django-pgtrigger.
 pgtrigger.register(triggers.cascade_session_delete, triggers.count_existing_messages)(SessionRecord)
-pgtrigger.register(
-    triggers.protect_message_tree, triggers.count_inserted_messages, triggers.count_deleted_messages
-)(Message)
+pgtrigger.register(triggers.protect_message_tree, triggers.count_inserted_messages, triggers.count_deleted_messages)(
+    Message
+)

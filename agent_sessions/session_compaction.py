@@ -335,8 +335,7 @@ def _unwrap(message_id: Any, plan: _Plan, end: str) -> Any:
 # ── O(1) estimate for the ORM storage ────────────────────────────────────────
 
 _ROWS = (
-    "SELECT id, parent_id, depth, tokens, path_tokens FROM assistant_messages "
-    "WHERE session_id = %s AND id IN ({ids})"
+    "SELECT id, parent_id, depth, tokens, path_tokens FROM assistant_messages WHERE session_id = %s AND id IN ({ids})"
 )
 
 # Walk root-ward from ``cursor`` and return the first node (the cursor included) that ends an

@@ -223,8 +223,14 @@ def compact_inline(session: Any, leaf_id: str | None = None) -> dict:
             return run_compaction(session, leaf_id=leaf_id, using=alias)
     except Exception as exc:  # noqa: BLE001 - never fatal to the append
         try:  # the savepoint may have rolled the record back: write it again
-            _record(session.session_id, using=alias, status=Status.FAILED, last_error=_describe(exc),
-                    lease_until=None, finished_at=timezone.now())
+            _record(
+                session.session_id,
+                using=alias,
+                status=Status.FAILED,
+                last_error=_describe(exc),
+                lease_until=None,
+                finished_at=timezone.now(),
+            )
         except Exception:  # noqa: BLE001
             logger.exception("agent_sessions: could not record the compaction failure")
         session._report_auto_error(exc)
@@ -282,7 +288,11 @@ class CompactionTask(Task):
     retry_jitter=True,
 )
 def compact_session(
-    self: Task, config_name: str, session_id: str, leaf_id: str | None = None, force: bool = False,
+    self: Task,
+    config_name: str,
+    session_id: str,
+    leaf_id: str | None = None,
+    force: bool = False,
     using: str | None = None,
 ) -> dict:
     """Compact a named configuration's session on a worker (threshold re-checked unless ``force``).
@@ -300,8 +310,13 @@ def compact_session(
     retries_left = self.request.retries < self.max_retries
     try:
         return run_compaction(
-            session, leaf_id=leaf_id, force=force, config_name=config_name, using=alias,
-            failure_status=Status.FAILED if not retries_left else Status.PENDING, label=self.request.id,
+            session,
+            leaf_id=leaf_id,
+            force=force,
+            config_name=config_name,
+            using=alias,
+            failure_status=Status.FAILED if not retries_left else Status.PENDING,
+            label=self.request.id,
         )
     except Exception as exc:  # noqa: BLE001
         if is_transient(exc) and retries_left:

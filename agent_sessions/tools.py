@@ -83,6 +83,7 @@ class Tool:
         for name, value in kwargs.items():
             _check_type(name, value, properties[name])
         return kwargs
+
     def _report(self, exc: Exception) -> str:
         if not isinstance(exc, ToolArgumentError | LookupError | ValueError):
             logger.warning("tool %s failed", self.name, exc_info=exc)

@@ -81,8 +81,13 @@ def _fresh_postgres(settings_dict: dict, *, create: bool = True) -> None:
     """Drop (and create) the benchmark database, so every run starts from the same empty state."""
     import psycopg
 
-    with psycopg.connect(host=settings_dict["HOST"], port=settings_dict["PORT"], user=settings_dict["USER"],
-                         dbname="postgres", autocommit=True) as conn:
+    with psycopg.connect(
+        host=settings_dict["HOST"],
+        port=settings_dict["PORT"],
+        user=settings_dict["USER"],
+        dbname="postgres",
+        autocommit=True,
+    ) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{settings_dict["NAME"]}" WITH (FORCE)')
         if create:
             conn.execute(f'CREATE DATABASE "{settings_dict["NAME"]}"')

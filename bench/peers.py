@@ -55,8 +55,11 @@ class OpenAIAgentsSQLAlchemy(OpenAIAgentsSQLite):
         self._loop = asyncio.new_event_loop()
         url = f"postgresql+asyncpg://{dsn['USER']}@{dsn['HOST']}:{dsn['PORT']}/{dsn['NAME']}"
         self._session = SQLAlchemySession.from_url(
-            f"bench-{uuid.uuid4().hex[:8]}", url=url, create_tables=True,
-            sessions_table="bench_oa_sessions", messages_table="bench_oa_messages",
+            f"bench-{uuid.uuid4().hex[:8]}",
+            url=url,
+            create_tables=True,
+            sessions_table="bench_oa_sessions",
+            messages_table="bench_oa_messages",
         )
 
     def close(self) -> None:
@@ -103,9 +106,11 @@ class LangchainPostgres:
 
 def available(database: str, dsn: dict) -> list[Any]:
     """Instantiate every peer that runs on this database; skip those not installed."""
-    makers = [OpenAIAgentsSQLite] if database == "sqlite" else [
-        lambda: OpenAIAgentsSQLAlchemy(dsn), lambda: LangchainPostgres(dsn)
-    ]
+    makers = (
+        [OpenAIAgentsSQLite]
+        if database == "sqlite"
+        else [lambda: OpenAIAgentsSQLAlchemy(dsn), lambda: LangchainPostgres(dsn)]
+    )
     peers = []
     for make in makers:
         try:

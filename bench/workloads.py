@@ -59,14 +59,27 @@ class Raw:
     def append(self, session_id: str, m: dict) -> None:
         """Auto-parented append: the same INSERT … SELECT (and, on Postgres, lock) ours issues."""
         tokens = estimate_one_message_tokens(m)
-        params = [m["id"], session_id, m["role"], dump_message(m), text_content(m), tool_text(m), self.now(),
-                  tokens, tokens, tokens, *orm.latest_leaf_params(session_id)]
+        params = [
+            m["id"],
+            session_id,
+            m["role"],
+            dump_message(m),
+            text_content(m),
+            tool_text(m),
+            self.now(),
+            tokens,
+            tokens,
+            tokens,
+            *orm.latest_leaf_params(session_id),
+        ]
         statement = orm._INSERT.format(parent=orm._LATEST_LEAF)
         if self.vendor == "postgresql":
             # The lock and the insert in one simple-protocol query: one implicit transaction.
             cur = psycopg.ClientCursor(self.conn)
-            cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0)); " + statement,
-                        ["agent_sessions:" + session_id, *params])
+            cur.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0)); " + statement,
+                ["agent_sessions:" + session_id, *params],
+            )
         else:
             self.execute(statement, params)
 
@@ -75,8 +88,20 @@ class Raw:
         for depth, m in enumerate(messages, start=1):
             tokens = estimate_one_message_tokens(m)
             total += tokens
-            rows.append((m["id"], session_id, parent, m["role"], dump_message(m), text_content(m), self.now(),
-                         tokens, depth, total))
+            rows.append(
+                (
+                    m["id"],
+                    session_id,
+                    parent,
+                    m["role"],
+                    dump_message(m),
+                    text_content(m),
+                    self.now(),
+                    tokens,
+                    depth,
+                    total,
+                )
+            )
             parent = m["id"]
         insert = self.sql(
             "INSERT INTO assistant_messages (id, session_id, parent_id, role, content, text_content, created_at,"
@@ -168,14 +193,24 @@ def append_one_by_one(alias: str, database: str, n: int, peers: list) -> list[Re
         for i in tqdm(range(n), desc=f"append ×{n} {label} [{database}]", leave=False):
             times.append(timed(lambda i=i: append(i))[0])
         start, end = per_op_medians(times, window)
-        results.append(Result("1. append one by one (per append, end)", database, label, end, n,
-                              {"start": f"{start * 1e6:.0f}µs", "end/start": f"{end / start:.2f}"}))
+        results.append(
+            Result(
+                "1. append one by one (per append, end)",
+                database,
+                label,
+                end,
+                n,
+                {"start": f"{start * 1e6:.0f}µs", "end/start": f"{end / start:.2f}"},
+            )
+        )
 
     session = Session.create(using=alias).for_session(_sid("append"))
     run("ours", lambda i: session.append_message(message(i)))
     compacting = (
-        Session.create(using=alias).for_session(_sid("append-ca"))
-        .on_compaction(lambda messages, context=None: None).compact_after(10**12)
+        Session.create(using=alias)
+        .for_session(_sid("append-ca"))
+        .on_compaction(lambda messages, context=None: None)
+        .compact_after(10**12)
     )
     run("ours + compact_after", lambda i: compacting.append_message(message(i)))
     raw, sid = Raw(alias), _sid("append-raw")
@@ -189,15 +224,30 @@ def append_all(alias: str, database: str, n: int, peers: list, rounds: int) -> l
     """Workload 2: one call storing n messages."""
     manager = SessionManager(using=alias)
     batch = [message(i) for i in range(n)]
-    results = [Result("2. append_all", database, "ours", median_of(
-        lambda: manager.append_all(manager.create("bench").id, batch), rounds), rounds)]
+    results = [
+        Result(
+            "2. append_all",
+            database,
+            "ours",
+            median_of(lambda: manager.append_all(manager.create("bench").id, batch), rounds),
+            rounds,
+        )
+    ]
     raw = Raw(alias)
-    results.append(Result("2. append_all", database, "raw SQL", median_of(
-        lambda: raw.append_all(_sid("all-raw"), batch), rounds), rounds))
+    results.append(
+        Result(
+            "2. append_all",
+            database,
+            "raw SQL",
+            median_of(lambda: raw.append_all(_sid("all-raw"), batch), rounds),
+            rounds,
+        )
+    )
     items = [peer_item(i) for i in range(n)]
     for peer in peers:
-        results.append(Result("2. append_all", database, peer.name, median_of(
-            lambda peer=peer: peer.append_all(items), 1), 1))
+        results.append(
+            Result("2. append_all", database, peer.name, median_of(lambda peer=peer: peer.append_all(items), 1), 1)
+        )
     return results
 
 
@@ -211,22 +261,45 @@ def history_reads(alias: str, database: str, n: int, peers: list, rounds: int) -
     assert len(session.get_history()) == n
     results = [
         Result("3a. history of the whole path", database, "ours", median_of(session.get_history, rounds), rounds),
-        Result("3a. history of the whole path", database, "raw SQL", median_of(lambda: raw.history(sid), rounds),
-               rounds),
+        Result(
+            "3a. history of the whole path", database, "raw SQL", median_of(lambda: raw.history(sid), rounds), rounds
+        ),
     ]
-    results.append(Result("3b. last 50 (get_recent_history)", database, "ours", median_of(
-        lambda: session.get_recent_history(max_content_bytes=50 * 120, min_recent_messages=50), rounds), rounds))
-    results.append(Result("3b. last 50 (get_recent_history)", database, "raw SQL",
-                          median_of(lambda: raw.recent(sid, 50), rounds), rounds))
+    results.append(
+        Result(
+            "3b. last 50 (get_recent_history)",
+            database,
+            "ours",
+            median_of(lambda: session.get_recent_history(max_content_bytes=50 * 120, min_recent_messages=50), rounds),
+            rounds,
+        )
+    )
+    results.append(
+        Result(
+            "3b. last 50 (get_recent_history)",
+            database,
+            "raw SQL",
+            median_of(lambda: raw.recent(sid, 50), rounds),
+            rounds,
+        )
+    )
     for peer in peers:
         # The peers' stores were filled with n items by workload 2 (or are filled here).
         if len(peer.history()) < n:
             peer.append_all([peer_item(i) for i in range(n)])
-        results.append(Result("3a. history of the whole path", database, peer.name,
-                               median_of(peer.history, rounds), rounds))
+        results.append(
+            Result("3a. history of the whole path", database, peer.name, median_of(peer.history, rounds), rounds)
+        )
         if peer.recent(50) is not None:
-            results.append(Result("3b. last 50 (get_recent_history)", database, peer.name,
-                                  median_of(lambda peer=peer: peer.recent(50), rounds), rounds))
+            results.append(
+                Result(
+                    "3b. last 50 (get_recent_history)",
+                    database,
+                    peer.name,
+                    median_of(lambda peer=peer: peer.recent(50), rounds),
+                    rounds,
+                )
+            )
     return results
 
 
@@ -249,8 +322,9 @@ def search(alias: str, database: str, rows: int, rounds: int) -> list[Result]:
     hits = len(orm.search(query, limit=20, using=alias))
     return [
         Result("4. search (English, 2 words)", database, "ours", ours, rounds, {"rows": rows, "hits": hits}),
-        Result("4. search (English, 2 words)", database, "raw SQL", median_of(lambda: raw.search(query), rounds),
-               rounds),
+        Result(
+            "4. search (English, 2 words)", database, "raw SQL", median_of(lambda: raw.search(query), rounds), rounds
+        ),
     ]
 
 

@@ -43,8 +43,12 @@ def _cluster() -> tuple[str, str]:
 def restart_postgres(version: str, cluster: str) -> tuple[float, float]:
     """``pg_ctlcluster … restart`` (fast shutdown: open connections are terminated); returns (start, end)."""
     started = time.monotonic()
-    subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", "-m", "fast", version, cluster, "restart"],
-                   check=True, capture_output=True, text=True)
+    subprocess.run(
+        ["pg_ctlcluster", "--skip-systemctl-redirect", "-m", "fast", version, cluster, "restart"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return started, time.monotonic()
 
 
@@ -52,8 +56,19 @@ def run(args) -> dict:
     version, cluster = _cluster()
     env = load.production_env(args.database)
     load.prepare_postgres(args.database, env)
-    os.environ.update({k: env[k] for k in ("DJANGO_SETTINGS_MODULE", "DATABASE_URL", "DJANGO_DEBUG",
-                                           "DJANGO_SECRET_KEY", "DJANGO_ALLOWED_HOSTS", "DJANGO_SECURE_SSL_REDIRECT")})
+    os.environ.update(
+        {
+            k: env[k]
+            for k in (
+                "DJANGO_SETTINGS_MODULE",
+                "DATABASE_URL",
+                "DJANGO_DEBUG",
+                "DJANGO_SECRET_KEY",
+                "DJANGO_ALLOWED_HOSTS",
+                "DJANGO_SECURE_SSL_REDIRECT",
+            )
+        }
+    )
     port = load.free_port()
     log = Path(tempfile.gettempdir()) / "agent-sessions-fault-gunicorn.log"
     server = load.start_gunicorn(env, port, workers=args.workers, log=log)
@@ -114,8 +129,9 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps(summary, indent=2))
     import psycopg
 
-    with psycopg.connect(host="127.0.0.1", user=os.environ.get("PGUSER", "postgres"), dbname="postgres",
-                         autocommit=True) as conn:
+    with psycopg.connect(
+        host="127.0.0.1", user=os.environ.get("PGUSER", "postgres"), dbname="postgres", autocommit=True
+    ) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{args.database}" WITH (FORCE)')
     ok = summary["consistency"].get("ok") and summary["restart"]["errors_outside_outage"] == 0
     return 0 if ok else 1

@@ -113,10 +113,15 @@ def _message(rng: random.Random, mid: str, turn: int) -> dict:
     role = "user" if turn % 2 == 0 else "assistant"
     parts: list[dict] = [{"type": "text", "text": _text(rng, rng.randint(8, 120))}]
     if role == "assistant" and rng.random() < 0.2:
-        parts.append({
-            "type": "tool-lookup", "toolCallId": f"call-{mid}", "state": "output-available",
-            "input": {"query": _text(rng, 3)}, "output": {"rows": rng.randint(0, 50), "note": _text(rng, 10)},
-        })
+        parts.append(
+            {
+                "type": "tool-lookup",
+                "toolCallId": f"call-{mid}",
+                "state": "output-available",
+                "input": {"query": _text(rng, 3)},
+                "output": {"rows": rng.randint(0, 50), "note": _text(rng, 10)},
+            }
+        )
     return {"id": mid, "role": role, "parts": parts, "createdAt": time.strftime("%Y-%m-%dT%H:%M:%SZ")}
 
 
@@ -163,8 +168,9 @@ class Client:
         give_up = time.monotonic() + RETRY_FOR
         delay = 0.1
         while True:
-            response = await self._call("append", "POST", f"/sessions/{self.session_id}/messages",
-                                        json={"message": message})
+            response = await self._call(
+                "append", "POST", f"/sessions/{self.session_id}/messages", json={"message": message}
+            )
             if response is not None and response.status_code in (200, 201):
                 self.report.acked[self.session_id].append(mid)
                 return
@@ -194,8 +200,12 @@ class Client:
             body = leaf.json() if leaf is not None and leaf.status_code == 200 else {}
             leaf_id = (body.get("message") or {}).get("id") if isinstance(body, dict) else None
             if leaf_id:
-                response = await self._call("fork", "POST", f"/sessions/{self.session_id}/fork",
-                                            json={"at_message_id": leaf_id, "name": f"fork of {self.index}"})
+                response = await self._call(
+                    "fork",
+                    "POST",
+                    f"/sessions/{self.session_id}/fork",
+                    json={"at_message_id": leaf_id, "name": f"fork of {self.index}"},
+                )
                 if response is not None and response.status_code == 201:
                     self.report.forks.append(response.json()["id"])
         else:
@@ -214,8 +224,9 @@ async def run_load(base_url: str, token: str, *, clients: int = 20, duration: fl
     report = Report()
     limits = httpx.Limits(max_connections=clients * 2, max_keepalive_connections=clients)
     headers = {"Authorization": f"Bearer {token}"}
-    async with httpx.AsyncClient(base_url=base_url.rstrip("/"), headers=headers, limits=limits,
-                                 timeout=httpx.Timeout(60.0)) as http:
+    async with httpx.AsyncClient(
+        base_url=base_url.rstrip("/"), headers=headers, limits=limits, timeout=httpx.Timeout(60.0)
+    ) as http:
         workers = [Client(http, report, i, seed) for i in range(clients)]
         await asyncio.gather(*(w.setup() for w in workers))
         report.latencies.pop("create", None)
@@ -280,16 +291,24 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_gunicorn(env: dict, port: int, *, workers: int = 4, log: Path | None = None,
-                   startup_timeout: float = 60.0) -> subprocess.Popen:
+def start_gunicorn(
+    env: dict, port: int, *, workers: int = 4, log: Path | None = None, startup_timeout: float = 60.0
+) -> subprocess.Popen:
     """gunicorn ``project.wsgi`` on 127.0.0.1:port; returns once it answers HTTP."""
     command = [
-        str(Path(sys.executable).with_name("gunicorn")), "project.wsgi:application",
-        "--bind", f"127.0.0.1:{port}", "--workers", str(workers), "--timeout", "120", "--graceful-timeout", "5",
+        str(Path(sys.executable).with_name("gunicorn")),
+        "project.wsgi:application",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        str(workers),
+        "--timeout",
+        "120",
+        "--graceful-timeout",
+        "5",
     ]
     out = log.open("w") if log else subprocess.DEVNULL
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-                               start_new_session=True)
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + startup_timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -345,8 +364,9 @@ def production_env(database: str) -> dict:
 def prepare_postgres(database: str, env: dict, *, recreate: bool = True) -> None:
     import psycopg
 
-    with psycopg.connect(host="127.0.0.1", user=os.environ.get("PGUSER", "postgres"), dbname="postgres",
-                         autocommit=True) as conn:
+    with psycopg.connect(
+        host="127.0.0.1", user=os.environ.get("PGUSER", "postgres"), dbname="postgres", autocommit=True
+    ) as conn:
         if recreate:
             conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [database]).fetchone():
@@ -362,8 +382,10 @@ def print_report(summary: dict) -> None:
     print(f"errors: {sum(summary['errors'].values())} {summary['errors'] or ''}")
     for sample in summary["error_samples"][:5]:
         print("  ", sample)
-    print(f"append retries: {summary['append_retries']}; acknowledged appends: {summary['acknowledged_appends']}; "
-          f"unacknowledged: {summary['unacknowledged_appends']}; forks: {summary['forks']}")
+    print(
+        f"append retries: {summary['append_retries']}; acknowledged appends: {summary['acknowledged_appends']}; "
+        f"unacknowledged: {summary['unacknowledged_appends']}; forks: {summary['forks']}"
+    )
     print(f"consistency: {summary['consistency']}")
 
 
@@ -385,9 +407,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.start:
         env = production_env(args.database)
         prepare_postgres(args.database, env)
-        os.environ.update({k: env[k] for k in ("DJANGO_SETTINGS_MODULE", "DATABASE_URL", "DJANGO_DEBUG",
-                                               "DJANGO_SECRET_KEY", "DJANGO_ALLOWED_HOSTS",
-                                               "DJANGO_SECURE_SSL_REDIRECT")})
+        os.environ.update(
+            {
+                k: env[k]
+                for k in (
+                    "DJANGO_SETTINGS_MODULE",
+                    "DATABASE_URL",
+                    "DJANGO_DEBUG",
+                    "DJANGO_SECRET_KEY",
+                    "DJANGO_ALLOWED_HOSTS",
+                    "DJANGO_SECURE_SSL_REDIRECT",
+                )
+            }
+        )
         port = free_port()
         log = Path(tempfile.gettempdir()) / "agent-sessions-load.log"
         server = start_gunicorn(env, port, workers=args.workers, log=log, startup_timeout=300)
@@ -415,8 +447,9 @@ def main(argv: list[str] | None = None) -> int:
         connections.close_all()
         import psycopg
 
-        with psycopg.connect(host="127.0.0.1", user=os.environ.get("PGUSER", "postgres"), dbname="postgres",
-                             autocommit=True) as conn:
+        with psycopg.connect(
+            host="127.0.0.1", user=os.environ.get("PGUSER", "postgres"), dbname="postgres", autocommit=True
+        ) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{args.database}" WITH (FORCE)')
     return 0 if report.error_count() == 0 and summary["consistency"].get("ok") else 1
 

@@ -40,17 +40,18 @@ def chat():
 def test_session_changelist_columns(admin_client, chat):
     SessionRecord.objects.create(id="empty-1", name="Empty one", model="other-model", source="cli")
     html = page(admin_client.get(f"{BASE}/sessionrecord/"))
-    row = re.search(r'<tr>.*?chat-1.*?</tr>', html, re.S).group(0)
+    row = re.search(r"<tr>.*?chat-1.*?</tr>", html, re.S).group(0)
     assert "Weather chat" in row and "gpt-test" in row and "web" in row
     assert '<td class="field-message_count">7</td>' in row
     assert '<td class="field-tokens">200</td>' in row
     assert '<td class="field-cost">0.0125</td>' in row
-    empty = re.search(r'<tr>.*?empty-1.*?</tr>', html, re.S).group(0)
+    empty = re.search(r"<tr>.*?empty-1.*?</tr>", html, re.S).group(0)
     assert '<td class="field-message_count">0</td>' in empty
 
 
 def test_session_changelist_query_count_does_not_grow(admin_client, chat, django_assert_max_num_queries):
     """Counts come from a correlated subquery: 3 sessions or 30 cost the same number of queries."""
+
     def count() -> int:
         with CaptureQueriesContext(connection) as ctx:
             page(admin_client.get(f"{BASE}/sessionrecord/"))
@@ -78,14 +79,18 @@ def test_session_search_uses_full_text(admin_client, chat):
     assert "0 sessions" in html or "0 results" in html
 
 
-@pytest.mark.parametrize(("query", "shown", "hidden"), [
-    ({"model": "gpt-test"}, "Weather chat", "Ended one"),
-    ({"source": "batch"}, "Ended one", "Weather chat"),
-    ({"end_reason": "compaction"}, "Ended one", "Weather chat"),
-])
+@pytest.mark.parametrize(
+    ("query", "shown", "hidden"),
+    [
+        ({"model": "gpt-test"}, "Weather chat", "Ended one"),
+        ({"source": "batch"}, "Ended one", "Weather chat"),
+        ({"end_reason": "compaction"}, "Ended one", "Weather chat"),
+    ],
+)
 def test_session_filters(admin_client, chat, query, shown, hidden):
-    SessionRecord.objects.create(id="ended", name="Ended one", model="gpt-other", source="batch",
-                                 end_reason="compaction")
+    SessionRecord.objects.create(
+        id="ended", name="Ended one", model="gpt-other", source="batch", end_reason="compaction"
+    )
     html = page(admin_client.get(f"{BASE}/sessionrecord/", query))
     assert shown in html and hidden not in html
 
@@ -206,9 +211,13 @@ def test_export_unknown_session_is_404(admin_client, db):
 
 def test_export_action_on_changelist(admin_client, chat):
     SessionRecord.objects.create(id="empty-2", name="Empty")
-    response = admin_client.post(f"{BASE}/sessionrecord/", {
-        "action": "export_json", "_selected_action": ["chat-1", "empty-2"],
-    })
+    response = admin_client.post(
+        f"{BASE}/sessionrecord/",
+        {
+            "action": "export_json",
+            "_selected_action": ["chat-1", "empty-2"],
+        },
+    )
     data = json.loads(b"".join(response.streaming_content))
     assert [d["session_id"] for d in data] == ["chat-1", "empty-2"]
     assert len(data[0]["messages"]) == 7 and data[1]["messages"] == []
@@ -306,10 +315,16 @@ class FakeTasks:
 
     def enqueue_compaction(self, config: str, session_id: str, leaf_id=None, *, force: bool = True):
         self.calls.append((config, session_id, leaf_id, force))
-        job, _ = CompactionJob.objects.update_or_create(session_id=session_id, defaults={
-            "config_name": config, "status": CompactionJob.Status.FAILED, "attempts": 2,
-            "last_error": "RuntimeError: summarizer exploded", "finished_at": timezone.now(),
-        })
+        job, _ = CompactionJob.objects.update_or_create(
+            session_id=session_id,
+            defaults={
+                "config_name": config,
+                "status": CompactionJob.Status.FAILED,
+                "attempts": 2,
+                "last_error": "RuntimeError: summarizer exploded",
+                "finished_at": timezone.now(),
+            },
+        )
         return job
 
 
@@ -337,8 +352,11 @@ def fake_tasks(monkeypatch):
 
 def test_compact_now_enqueues_and_shows_failure_status(admin_client, chat, configs, fake_tasks):
     configs("support")
-    response = admin_client.post(f"{BASE}/sessionrecord/chat-1/compact/",
-                                 {"next": f"{BASE}/sessionrecord/chat-1/change/", "leaf": "a2b"}, follow=True)
+    response = admin_client.post(
+        f"{BASE}/sessionrecord/chat-1/compact/",
+        {"next": f"{BASE}/sessionrecord/chat-1/change/", "leaf": "a2b"},
+        follow=True,
+    )
     html = page(response)
     assert fake_tasks.calls == [("support", "chat-1", "a2b", True)]  # the selected branch, forced
     assert "Compaction of &#x27;chat-1&#x27; enqueued with configuration &#x27;support&#x27;; job failed." in html
@@ -373,9 +391,14 @@ def test_compact_now_without_the_tasks_module(admin_client, chat, configs, monke
 def test_compact_now_changelist_action(admin_client, chat, configs, fake_tasks):
     configs("support")
     SessionRecord.objects.create(id="second", name="Second")
-    response = admin_client.post(f"{BASE}/sessionrecord/", {
-        "action": "compact_now", "_selected_action": ["chat-1", "second"],
-    }, follow=True)
+    response = admin_client.post(
+        f"{BASE}/sessionrecord/",
+        {
+            "action": "compact_now",
+            "_selected_action": ["chat-1", "second"],
+        },
+        follow=True,
+    )
     page(response)
     assert sorted(fake_tasks.calls) == [("support", "chat-1", None, True), ("support", "second", None, True)]
 

@@ -20,18 +20,34 @@ def branched_session(session_id: str, *, name: str = "Weather chat", model: str 
 
     The main branch is appended last, so its leaf ``a3`` is the latest leaf.
     """
-    SessionRecord.objects.create(id=session_id, name=name, model=model, source="web", input_tokens=120,
-                                 output_tokens=80, estimated_cost=0.0125, end_reason=None)
+    SessionRecord.objects.create(
+        id=session_id,
+        name=name,
+        model=model,
+        source="web",
+        input_tokens=120,
+        output_tokens=80,
+        estimated_cost=0.0125,
+        end_reason=None,
+    )
     session = Session.create().for_session(session_id)
     session.append_message(text("u1", "user", "Hello, what is the weather in Kyoto?"))
-    session.append_message({
-        "id": "a1", "role": "assistant",
-        "parts": [
-            {"type": "text", "text": "Let me check the forecast service."},
-            {"type": "tool-get_weather", "toolCallId": "call-1", "state": "output-available",
-             "input": {"city": "Kyoto", "days": 2}, "output": {"today": "rain", "tomorrow": "cloudy"}},
-        ],
-    })
+    session.append_message(
+        {
+            "id": "a1",
+            "role": "assistant",
+            "parts": [
+                {"type": "text", "text": "Let me check the forecast service."},
+                {
+                    "type": "tool-get_weather",
+                    "toolCallId": "call-1",
+                    "state": "output-available",
+                    "input": {"city": "Kyoto", "days": 2},
+                    "output": {"today": "rain", "tomorrow": "cloudy"},
+                },
+            ],
+        }
+    )
     session.append_message(text("u2", "user", "Please include tomorrow too."))
     session.append_message(text("a2b", "assistant", "Alternative answer: sunny everywhere."))
     session.append_message(text("a2", "assistant", "Today rain, tomorrow cloudy."), "u2")
@@ -44,9 +60,17 @@ def branched_session(session_id: str, *, name: str = "Weather chat", model: str 
 def _row(session_id: str, mid: str, parent: str | None, depth: int, path_tokens: int, role: str) -> Message:
     message = text(mid, role, f"message {mid} talks about rivers and mountains")
     tokens = estimate_one_message_tokens(message)
-    return Message(message_id=mid, session_id=session_id, parent_id=parent, role=role,
-                   content=json.dumps(message, separators=(",", ":")), text_content=text_content(message),
-                   depth=depth, tokens=tokens, path_tokens=path_tokens + tokens)
+    return Message(
+        message_id=mid,
+        session_id=session_id,
+        parent_id=parent,
+        role=role,
+        content=json.dumps(message, separators=(",", ":")),
+        text_content=text_content(message),
+        depth=depth,
+        tokens=tokens,
+        path_tokens=path_tokens + tokens,
+    )
 
 
 def big_session(session_id: str, *, total: int = 10_000, branches: int = 10, branch_len: int = 50) -> dict:
@@ -74,10 +98,20 @@ def big_session(session_id: str, *, total: int = 10_000, branches: int = 10, bra
             parent, depth, tokens = row.message_id, row.depth, row.path_tokens
     Message.objects.bulk_create(side, batch_size=1000)
     Message.objects.bulk_create(main, batch_size=1000)
-    Compaction.objects.create(compaction_id="big-long", session_id=session_id, summary="Long middle summary.",
-                              from_message_id="m10", to_message_id=f"m{main_len // 2}")
-    Compaction.objects.create(compaction_id="big-short", session_id=session_id, summary="Short tail summary.",
-                              from_message_id=f"m{main_len - 30}", to_message_id=f"m{main_len - 20}")
+    Compaction.objects.create(
+        compaction_id="big-long",
+        session_id=session_id,
+        summary="Long middle summary.",
+        from_message_id="m10",
+        to_message_id=f"m{main_len // 2}",
+    )
+    Compaction.objects.create(
+        compaction_id="big-short",
+        session_id=session_id,
+        summary="Short tail summary.",
+        from_message_id=f"m{main_len - 30}",
+        to_message_id=f"m{main_len - 20}",
+    )
     return {"main_len": main_len, "leaf": f"m{main_len - 1}", "forks": [f.message_id for f in forks]}
 
 
@@ -85,8 +119,18 @@ def big_session(session_id: str, *, total: int = 10_000, branches: int = 10, bra
 OPERATOR_START = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 OPERATOR_STEP = timedelta(seconds=30)
 SIDE_BRANCHES = (  # (fork point on the main path, branch length): 12 branches at 11 points -> 13 leaves
-    (50, 20), (500, 6), (2000, 40), (4500, 80), (5000, 12), (6000, 30), (7000, 50), (8000, 8), (8500, 25),
-    (9100, 60), (9400, 15), (9400, 34),
+    (50, 20),
+    (500, 6),
+    (2000, 40),
+    (4500, 80),
+    (5000, 12),
+    (6000, 30),
+    (7000, 50),
+    (8000, 8),
+    (8500, 25),
+    (9100, 60),
+    (9400, 15),
+    (9400, 34),
 )
 OPERATOR_TOTAL = 10_000
 OPERATOR_MAIN = OPERATOR_TOTAL - sum(n for _, n in SIDE_BRANCHES)
@@ -112,8 +156,11 @@ def _operator_body(i: int, prefix: str) -> list[dict]:
     parts: list[dict] = [{"type": "text", "text": " ".join(words)}]
     if i % 11 == 5:
         failed = i % 22 == 5
-        tool = {"type": "tool-lookup_timetable", "toolCallId": f"call-{prefix}{i}",
-                "input": {"line": "JR Nara", "n": i}}
+        tool = {
+            "type": "tool-lookup_timetable",
+            "toolCallId": f"call-{prefix}{i}",
+            "input": {"line": "JR Nara", "n": i},
+        }
         if failed:
             tool.update(state="output-error", errorText="TimeoutError upstream after 30s")
         else:
@@ -122,28 +169,46 @@ def _operator_body(i: int, prefix: str) -> list[dict]:
     return parts
 
 
-def _operator_row(session_id: str, mid: str, parent: str | None, role: str, parts: list[dict], depth: int,
-                  path_tokens: int, when: datetime) -> Message:
+def _operator_row(
+    session_id: str,
+    mid: str,
+    parent: str | None,
+    role: str,
+    parts: list[dict],
+    depth: int,
+    path_tokens: int,
+    when: datetime,
+) -> Message:
     message = {"id": mid, "role": role, "parts": parts}
     tokens = estimate_one_message_tokens(message)
-    return Message(message_id=mid, session_id=session_id, parent_id=parent, role=role,
-                   content=json.dumps(message, ensure_ascii=False, separators=(",", ":")),
-                   text_content=text_content(message), depth=depth, tokens=tokens,
-                   path_tokens=path_tokens + tokens, created_at=when)
+    return Message(
+        message_id=mid,
+        session_id=session_id,
+        parent_id=parent,
+        role=role,
+        content=json.dumps(message, ensure_ascii=False, separators=(",", ":")),
+        text_content=text_content(message),
+        depth=depth,
+        tokens=tokens,
+        path_tokens=path_tokens + tokens,
+        created_at=when,
+    )
 
 
 def operator_session(session_id: str = "ops") -> dict:
     """10,000 messages: a 9,620-deep main path, 12 side branches (13 leaves, 11 branch points), overlays over
     m100..m4099 (4,000 messages) and m9000..m9029, tool calls (some failed), 4-8 KB texts, Japanese, a frozen
     system prompt and context blocks. Side branches are inserted first, so the main path's end is the latest leaf."""
-    SessionRecord.objects.create(id=session_id, name="Operator debugging", model="gpt-ops", source="support",
-                                 parent_session_id="ops-origin")
+    SessionRecord.objects.create(
+        id=session_id, name="Operator debugging", model="gpt-ops", source="support", parent_session_id="ops-origin"
+    )
     main: list[Message] = []
     parent, tokens = None, 0
     for i in range(OPERATOR_MAIN):
         role = "user" if i % 2 == 0 else "assistant"
-        row = _operator_row(session_id, f"m{i}", parent, role, _operator_body(i, "m"), i + 1, tokens,
-                            OPERATOR_START + i * OPERATOR_STEP)
+        row = _operator_row(
+            session_id, f"m{i}", parent, role, _operator_body(i, "m"), i + 1, tokens, OPERATOR_START + i * OPERATOR_STEP
+        )
         main.append(row)
         parent, tokens = row.message_id, row.path_tokens
     side: list[Message] = []
@@ -153,25 +218,48 @@ def operator_session(session_id: str = "ops") -> dict:
         for j in range(length):
             role = "assistant" if j % 2 == 0 else "user"
             when = fork.created_at + timedelta(seconds=1 + j)
-            row = _operator_row(session_id, f"b{k}-{j}", parent, role, _operator_body(j, f"b{k}-"), at + 2 + j,
-                                tokens, when)
+            row = _operator_row(
+                session_id, f"b{k}-{j}", parent, role, _operator_body(j, f"b{k}-"), at + 2 + j, tokens, when
+            )
             side.append(row)
             parent, tokens = row.message_id, row.path_tokens
     Message.objects.bulk_create(side, batch_size=500)
     Message.objects.bulk_create(main, batch_size=500)
     points = "\n".join(f"- point {k}: delays on the JR Nara line were discussed." for k in range(9000))  # ~490 KB
-    Compaction.objects.create(compaction_id="ops-big", session_id=session_id, from_message_id=f"m{BIG_RANGE[0]}",
-                              to_message_id=f"m{BIG_RANGE[1]}",
-                              summary="## Topic\n- Rail timetables in Kyoto.\n\n## Key Points\n" + points)
-    Compaction.objects.create(compaction_id="ops-small", session_id=session_id, summary="Short tail summary.",
-                              from_message_id=f"m{SMALL_RANGE[0]}", to_message_id=f"m{SMALL_RANGE[1]}")
-    prompt = "\n".join(["═" * 46, "SOUL [readonly]", "═" * 46, "You are a careful rail assistant.", "",
-                         "═" * 46, "MEMORY (Learned facts) [writable]", "═" * 46, "User prefers the JR line."])
+    Compaction.objects.create(
+        compaction_id="ops-big",
+        session_id=session_id,
+        from_message_id=f"m{BIG_RANGE[0]}",
+        to_message_id=f"m{BIG_RANGE[1]}",
+        summary="## Topic\n- Rail timetables in Kyoto.\n\n## Key Points\n" + points,
+    )
+    Compaction.objects.create(
+        compaction_id="ops-small",
+        session_id=session_id,
+        summary="Short tail summary.",
+        from_message_id=f"m{SMALL_RANGE[0]}",
+        to_message_id=f"m{SMALL_RANGE[1]}",
+    )
+    prompt = "\n".join(
+        [
+            "═" * 46,
+            "SOUL [readonly]",
+            "═" * 46,
+            "You are a careful rail assistant.",
+            "",
+            "═" * 46,
+            "MEMORY (Learned facts) [writable]",
+            "═" * 46,
+            "User prefers the JR line.",
+        ]
+    )
     frozen = OPERATOR_START - timedelta(minutes=5)
     memory_written = main[5000].created_at
     ContextBlockRecord.objects.create(label=f"_system_prompt_{session_id}", content=prompt, updated_at=frozen)
-    ContextBlockRecord.objects.create(label=f"soul_{session_id}", content="You are a careful rail assistant.",
-                                      updated_at=frozen)
-    ContextBlockRecord.objects.create(label=f"memory_{session_id}", content="User prefers the JR line. " * 200,
-                                      updated_at=memory_written)
+    ContextBlockRecord.objects.create(
+        label=f"soul_{session_id}", content="You are a careful rail assistant.", updated_at=frozen
+    )
+    ContextBlockRecord.objects.create(
+        label=f"memory_{session_id}", content="User prefers the JR line. " * 200, updated_at=memory_written
+    )
     return {"main_len": OPERATOR_MAIN, "leaf": f"m{OPERATOR_MAIN - 1}", "memory_written": memory_written}

@@ -71,8 +71,11 @@ def test_selecting_a_side_branch_of_the_big_session(admin_client, big, django_as
     assert '<code data-stat="leaf">b0-49</code>' in html and 'id="msg-b0-49"' in html
     # Path: m0 … fork, then the 50-row branch; the page holding the fork shows the main path as a stub.
     path_len = int(fork[1:]) + 1 + 50
-    fork_page = next(i for i in range(1, 20) if f'id="msg-{fork}"' in admin_client.get(
-        f"{URL}change/", {"leaf": "b0-49", "page": i}).content.decode())
+    fork_page = next(
+        i
+        for i in range(1, 20)
+        if f'id="msg-{fork}"' in admin_client.get(f"{URL}change/", {"leaf": "b0-49", "page": i}).content.decode()
+    )
     assert f"{path_len} messages" in html
     html = admin_client.get(f"{URL}change/", {"leaf": "b0-49", "page": fork_page}).content.decode()
     stub = html.split(f'id="msg-{fork}"', 1)[1].split("</li>", 2)

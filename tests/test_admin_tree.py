@@ -27,8 +27,9 @@ def overlay(oid: str, start: str, end: str, summary: str = "sum") -> StoredCompa
 
 
 def test_tree_shape_sizes_and_latest_leaves():
-    tree = build_tree([node(1, "a", None), node(2, "b", "a"), node(3, "c", "a"), node(4, "d", "b"),
-                       node(5, "e", "missing-parent")])
+    tree = build_tree(
+        [node(1, "a", None), node(2, "b", "a"), node(3, "c", "a"), node(4, "d", "b"), node(5, "e", "missing-parent")]
+    )
     assert tree.roots == ["a", "e"]  # a foreign/missing parent makes a root
     assert tree.kids("a") == ["b", "c"]
     assert tree.size == {"a": 4, "b": 2, "c": 1, "d": 1, "e": 1}
@@ -46,8 +47,7 @@ def test_parent_cycles_are_detached_not_looped():
 
 
 def test_chain_from_prefers_the_way_to_a_leaf_then_the_latest():
-    tree = build_tree([node(1, "a", None), node(2, "b", "a"), node(3, "c", "a"), node(4, "d", "b"),
-                       node(5, "e", "c")])
+    tree = build_tree([node(1, "a", None), node(2, "b", "a"), node(3, "c", "a"), node(4, "d", "b"), node(5, "e", "c")])
     assert [n.id for n in tree.chain_from("a")] == ["a", "c", "e"]
     assert [n.id for n in tree.chain_from("a", toward="d")] == ["a", "b", "d"]
     assert [n.id for n in tree.chain_from("a", toward="d", until="b")] == ["a", "b"]
@@ -57,7 +57,10 @@ def test_path_items_fold_overlays_and_count_tokens():
     path = [node(i, f"m{i}", f"m{i - 1}" if i else None, tokens=10) for i in range(6)]
     items = path_items(path, [overlay("o1", "m1", "m3", "four words are here"), overlay("x", "m9", "m2")])
     assert [(i.overlay.id if i.overlay else None, [n.id for n in i.nodes]) for i in items] == [
-        (None, ["m0"]), ("o1", ["m1", "m2", "m3"]), (None, ["m4"]), (None, ["m5"]),
+        (None, ["m0"]),
+        ("o1", ["m1", "m2", "m3"]),
+        (None, ["m4"]),
+        (None, ["m5"]),
     ]
     assert history_tokens(items) == 10 + (4 + 6) + 10 + 10  # summary: 4 + ceil(4 words * 1.3)
 
@@ -81,7 +84,8 @@ def test_load_tree_and_fetch_contents_match_the_session(django_assert_num_querie
     assert tree.latest_leaf().id == session.get_latest_leaf()["id"] == "a3"
     assert [n.id for n in tree.path_to("a3")] == ["u1", "a1", "u2", "a2", "u3", "a3"]
     assert tree.nodes["a3"].depth == 6 and tree.nodes["a3"].path_tokens == sum(
-        tree.nodes[i].tokens for i in ["u1", "a1", "u2", "a2", "u3", "a3"])
+        tree.nodes[i].tokens for i in ["u1", "a1", "u2", "a2", "u3", "a3"]
+    )
     seqs = [tree.nodes[i].seq for i in ("a1", "a2b")]
     with django_assert_num_queries(1):
         contents = fetch_contents(seqs)

@@ -413,9 +413,21 @@ def test_enqueue_compaction_compacts_now_and_reports_status(session_id):
     assert isinstance(record, CompactionJob) and record.status == "succeeded"
     assert len(plain.get_compactions()) == 1
     status = jobs.get_compaction_status(session_id)
-    assert set(status) == {"session_id", "config_name", "status", "attempts", "last_error", "requested_at",
-                           "started_at", "finished_at", "lease_until", "holder", "heartbeat_at", "enqueued_at",
-                           "updated_at"}
+    assert set(status) == {
+        "session_id",
+        "config_name",
+        "status",
+        "attempts",
+        "last_error",
+        "requested_at",
+        "started_at",
+        "finished_at",
+        "lease_until",
+        "holder",
+        "heartbeat_at",
+        "enqueued_at",
+        "updated_at",
+    }
     assert record.outcome == "published" and status["holder"] == ""  # released: no holder left
     assert jobs.enqueue_compaction(sessions_registry.FAST, session_id, force=False).status == "idle"
 
@@ -476,8 +488,9 @@ def test_rows_without_totals_fall_back_to_the_history(session):
     chain(session, 6)
     session.add_compaction("s", "m1", "m3")
     with connection.cursor() as cursor:  # as a foreign writer leaves them
-        cursor.execute("UPDATE assistant_messages SET path_tokens = NULL, depth = NULL WHERE session_id = %s",
-                       [session.session_id])
+        cursor.execute(
+            "UPDATE assistant_messages SET path_tokens = NULL, depth = NULL WHERE session_id = %s", [session.session_id]
+        )
     assert fast(session) is None
     assert session._estimate_tokens() == full(session)
 

@@ -21,7 +21,11 @@ def test_bench_smoke_runs_every_workload(tmp_path):
     env.pop("DJANGO_SETTINGS_MODULE", None)
     proc = subprocess.run(
         [sys.executable, "-m", "bench", "--smoke", "--no-peers", "--db", settings.DB, "--json", str(out)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=280,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=280,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = json.loads(out.read_text())
@@ -38,19 +42,44 @@ def test_bench_scale_smoke(tmp_path):
     env = dict(os.environ, BENCH_PG_NAME=f"agent_sessions_bench_scale_smoke_{os.getpid()}", PYTHONPATH=str(ROOT))
     env.pop("DJANGO_SETTINGS_MODULE", None)
     proc = subprocess.run(
-        [sys.executable, "-m", "bench.scale", "--messages", "3000", "--small", "1500", "--sessions", "20",
-         "--partitions", "4", "--rounds", "1", "--json", str(out)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=280,
+        [
+            sys.executable,
+            "-m",
+            "bench.scale",
+            "--messages",
+            "3000",
+            "--small",
+            "1500",
+            "--sessions",
+            "20",
+            "--partitions",
+            "4",
+            "--rounds",
+            "1",
+            "--json",
+            str(out),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=280,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(out.read_text())
     assert [(r["layout"], r["rows"]) for r in report["runs"]] == [
-        ("plain", 1500), ("partitioned", 1500), ("plain", 3000), ("partitioned", 3000)
+        ("plain", 1500),
+        ("partitioned", 1500),
+        ("plain", 3000),
+        ("partitioned", 3000),
     ]
     for run in report["runs"]:
         assert set(run["medians_s"]) == {
-            "append (ordinary session)", "append (1,000-deep session)", "history of a 1,000-deep path",
-            "per-session search", "cross-session search",
+            "append (ordinary session)",
+            "append (1,000-deep session)",
+            "history of a 1,000-deep path",
+            "per-session search",
+            "cross-session search",
         }
         assert run["table_bytes"] > 0 and run["indexes_bytes"] > run["table_bytes"] / 10 and run["load_s"] >= 0
     assert "large ÷ small" in proc.stdout

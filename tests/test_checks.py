@@ -25,8 +25,12 @@ def ids(messages) -> list[str]:
 
 def test_checks_are_registered():
     registered = set(django_checks.registry.registry.get_checks())
-    for fn in (checks.check_sqlite_fts5, checks.check_celery_production, checks.check_pgtrigger_installed,
-               checks.check_summarizer_api_key):
+    for fn in (
+        checks.check_sqlite_fts5,
+        checks.check_celery_production,
+        checks.check_pgtrigger_installed,
+        checks.check_summarizer_api_key,
+    ):
         assert fn in registered
 
 
@@ -141,17 +145,25 @@ def test_summarizer_check_is_quiet_when_fine(overrides):
 
 
 def test_sqlite_without_immediate_transactions_warns(monkeypatch):
-    monkeypatch.setattr(checks, "database_settings", lambda: {
-        "default": {"ENGINE": "django.db.backends.sqlite3", "OPTIONS": {"transaction_mode": "IMMEDIATE"}},
-        "deferred": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:", "OPTIONS": {}},
-    })
+    monkeypatch.setattr(
+        checks,
+        "database_settings",
+        lambda: {
+            "default": {"ENGINE": "django.db.backends.sqlite3", "OPTIONS": {"transaction_mode": "IMMEDIATE"}},
+            "deferred": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:", "OPTIONS": {}},
+        },
+    )
     (warning,) = checks.check_sqlite_transaction_mode()
     assert warning.id == "agent_sessions.W014" and "deferred" in warning.msg and "IMMEDIATE" in warning.hint
 
 
 def test_sqlite_transaction_mode_check_quiet_when_immediate_or_postgres(monkeypatch):
-    monkeypatch.setattr(checks, "database_settings", lambda: {
-        "a": {"ENGINE": "django.db.backends.sqlite3", "OPTIONS": {"transaction_mode": "immediate"}},
-        "b": {"ENGINE": "django.db.backends.postgresql", "NAME": "x"},
-    })
+    monkeypatch.setattr(
+        checks,
+        "database_settings",
+        lambda: {
+            "a": {"ENGINE": "django.db.backends.sqlite3", "OPTIONS": {"transaction_mode": "immediate"}},
+            "b": {"ENGINE": "django.db.backends.postgresql", "NAME": "x"},
+        },
+    )
     assert checks.check_sqlite_transaction_mode() == []

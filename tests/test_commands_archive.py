@@ -46,9 +46,14 @@ def tree():
     manager = _manager()
     info = manager.create("Trip", model="gpt-x", source="tests")
     sid = info.id
-    for message in (msg("u1", text="plan a trip to Kyoto"), msg("a1", "assistant"), msg("u2"),
-                    tool_msg("a2", "weather", "call-1", {"city": "Kyoto"}, {"high_c": 19}), msg("u3"),
-                    msg("a3", "assistant", text="day two: Arashiyama")):
+    for message in (
+        msg("u1", text="plan a trip to Kyoto"),
+        msg("a1", "assistant"),
+        msg("u2"),
+        tool_msg("a2", "weather", "call-1", {"city": "Kyoto"}, {"high_c": 19}),
+        msg("u3"),
+        msg("a3", "assistant", text="day two: Arashiyama"),
+    ):
         manager.append(sid, message)
     manager.append(sid, msg("a3b", "assistant", text="day two, alternative: Fushimi Inari"), "u3")  # regenerate
     manager.append(sid, msg("u4", text="and day three?"), "a3")  # continue the first branch
@@ -72,8 +77,9 @@ def _snapshot(manager: SessionManager, sid: str) -> dict:
         "histories": {leaf.message_id: session.get_history(leaf.message_id) for leaf in leaves},
         "latest": session.get_history(),
         "branches": session.get_branches("u3"),
-        "compactions": [(c.id, c.summary, c.from_message_id, c.to_message_id, c.created_at)
-                        for c in session.get_compactions()],
+        "compactions": [
+            (c.id, c.summary, c.from_message_id, c.to_message_id, c.created_at) for c in session.get_compactions()
+        ],
         "info": manager.get(sid),
         "prompt": session.freeze_system_prompt(),
         "memory": session.get_context_block("memory").content,
@@ -94,7 +100,13 @@ def test_round_trip_keeps_everything(tree, tree_file):
     document = json.loads(lines[0])
     assert document["session_id"] == sid and document["session"]["model"] == "gpt-x"
     assert [(m["id"], m["parent_id"]) for m in document["messages"]] == [
-        ("u1", None), ("a1", "u1"), ("u2", "a1"), ("a2", "u2"), ("u3", "a2"), ("a3", "u3"), ("a3b", "u3"),
+        ("u1", None),
+        ("a1", "u1"),
+        ("u2", "a1"),
+        ("a2", "u2"),
+        ("u3", "a2"),
+        ("a3", "u3"),
+        ("a3b", "u3"),
         ("u4", "a3"),
     ]
     assert document["messages"][3]["message"]["parts"][0]["output"] == {"high_c": 19}

@@ -17,14 +17,21 @@ TRANSCRIPT = {
     "model": "gpt-4o-mini",
     "messages": [
         {"role": "system", "content": "You are a travel assistant."},
-        {"role": "user", "content": [
-            {"type": "text", "text": "What's the weather in Kyoto and Osaka?"},
-            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
-        ]},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Kyoto"}'}},
-            {"id": "call_2", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Osaka"}'}},
-        ]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "What's the weather in Kyoto and Osaka?"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Kyoto"}'}},
+                {"id": "call_2", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Osaka"}'}},
+            ],
+        },
         {"role": "tool", "tool_call_id": "call_1", "content": '{"high_c": 19}'},
         {"role": "tool", "tool_call_id": "call_2", "content": "sunny, 21 C"},
         {"role": "assistant", "content": "Kyoto: 19 °C. Osaka: sunny, 21 °C."},
@@ -64,10 +71,20 @@ def test_transcript_becomes_a_session(transcript):
         {"type": "file", "mediaType": "image/png", "url": "data:image/png;base64,iVBORw0KGgo="},
     ]
     assert calls["parts"] == [
-        {"type": "tool-weather", "toolCallId": "call_1", "state": "output-available",
-         "input": {"city": "Kyoto"}, "output": {"high_c": 19}},
-        {"type": "tool-weather", "toolCallId": "call_2", "state": "output-available",
-         "input": {"city": "Osaka"}, "output": "sunny, 21 C"},
+        {
+            "type": "tool-weather",
+            "toolCallId": "call_1",
+            "state": "output-available",
+            "input": {"city": "Kyoto"},
+            "output": {"high_c": 19},
+        },
+        {
+            "type": "tool-weather",
+            "toolCallId": "call_2",
+            "state": "output-available",
+            "input": {"city": "Osaka"},
+            "output": "sunny, 21 C",
+        },
     ]
     assert answer["parts"] == [{"type": "text", "text": "Kyoto: 19 °C. Osaka: sunny, 21 °C."}]
     # A chain: each message is the child of the one before.
@@ -82,8 +99,17 @@ def test_system_text_reaches_the_prompt_of_a_session_with_that_block(transcript)
 
 
 def test_system_as_message_and_bare_list(transcript):
-    out, _ = run(transcript(TRANSCRIPT["messages"]), "--session-id", "oai-3", "--system-as", "message",
-                 "--model", "m-1", "--name", "Named")
+    out, _ = run(
+        transcript(TRANSCRIPT["messages"]),
+        "--session-id",
+        "oai-3",
+        "--system-as",
+        "message",
+        "--model",
+        "m-1",
+        "--name",
+        "Named",
+    )
     history = Session.create().for_session("oai-3").get_history()
     assert history[0]["role"] == "system" and history[0]["parts"][0]["text"] == "You are a travel assistant."
     assert len(history) == 4 and not ContextBlockRecord.objects.filter(label__endswith="_oai-3").exists()
@@ -102,7 +128,10 @@ def test_legacy_function_call_and_orphan_tool_result(transcript):
     assert user["metadata"] == {"name": "ada"}
     part = call["parts"][0]
     assert (part["type"], part["input"], part["output"], part["state"]) == (
-        "tool-clock", "not json", "12:00", "output-available"
+        "tool-clock",
+        "not json",
+        "12:00",
+        "output-available",
     )
     assert "unknown call 'missing' was skipped" in err
 

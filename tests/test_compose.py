@@ -122,7 +122,10 @@ def test_docker_compose_config_accepts_the_file():
     for args in ([], ["--profile", "beat"]):
         result = subprocess.run(
             ["docker-compose", "-f", str(COMPOSE), *args, "config", "--services"],
-            capture_output=True, text=True, timeout=60, cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=ROOT,
         )
         assert result.returncode == 0, result.stderr
     assert set(result.stdout.split()) == {"postgres", "redis", *APP_SERVICES}
@@ -165,9 +168,15 @@ def stack_env(compose):
         conn.execute(f'CREATE DATABASE "{name}"')
     env = {k: _interpolate(str(v)) for k, v in compose["services"]["web"]["environment"].items()}
     env["DATABASE_URL"] = f"postgres://{PG['user']}@{PG['host']}:{PG['port']}/{name}"
-    env["CELERY_BROKER_URL"] = env["CELERY_BROKER_URL"].replace("redis://redis:6379/0", f"redis://127.0.0.1:6379/{REDIS_DB}")
-    env.update(PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}", HOME=os.environ.get("HOME", "/tmp"),
-               PYTHONPATH=str(ROOT), AGENT_SESSIONS_SWEEP_SECONDS="1")
+    env["CELERY_BROKER_URL"] = env["CELERY_BROKER_URL"].replace(
+        "redis://redis:6379/0", f"redis://127.0.0.1:6379/{REDIS_DB}"
+    )
+    env.update(
+        PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+        HOME=os.environ.get("HOME", "/tmp"),
+        PYTHONPATH=str(ROOT),
+        AGENT_SESSIONS_SWEEP_SECONDS="1",
+    )
     yield env
     with psycopg.connect(dbname="postgres", autocommit=True, **PG) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -247,8 +256,11 @@ def test_compose_commands_run_against_local_services(compose, stack_env, process
 
     call = ["celery", "-A", "project", "call", "agent_sessions.tasks.sweep_pending_compactions", "--queue", queue]
     assert _healthy(call, stack_env)
-    _wait(lambda: re.search(r"sweep_pending_compactions\[[^\]]+\] succeeded", worker_log.read_text()),
-          "the worker to run the sweeper", worker_log)
+    _wait(
+        lambda: re.search(r"sweep_pending_compactions\[[^\]]+\] succeeded", worker_log.read_text()),
+        "the worker to run the sweeper",
+        worker_log,
+    )
 
     beat_log = processes.start("beat", [_interpolate(w) for w in services["beat"]["command"]], stack_env)
     _wait(lambda: "Sending due task agent-sessions-sweep-compactions" in beat_log.read_text(), "beat", beat_log)

@@ -29,10 +29,10 @@ HOSTILE = ["\x00", "\ud800", "\udfff", "\u2028", "\ufeff", "é", "😀", "'", '"
 HOSTILE += ["-"]
 INJECTIONS = [
     "'; DROP TABLE assistant_messages; --",
-    "\" OR 1=1 --",
+    '" OR 1=1 --',
     "a' OR 'x'='x",
     "m1') UNION SELECT content FROM assistant_messages --",
-    "NEAR(a b) AND * OR \"",
+    'NEAR(a b) AND * OR "',
     "$$; SELECT pg_sleep(10); $$",
     "%s %(x)s {0} {}",
 ]
@@ -42,8 +42,11 @@ texts = st.one_of(
     st.sampled_from(INJECTIONS),
 )
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(min_value=-(2**80), max_value=2**80),
-    st.floats(allow_nan=True, allow_infinity=True), texts,
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**80), max_value=2**80),
+    st.floats(allow_nan=True, allow_infinity=True),
+    texts,
 )
 json_values = st.recursive(
     scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(texts, inner, max_size=4), max_leaves=25
@@ -68,12 +71,18 @@ parts = st.one_of(
 clean_text = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=30)
 clean_json = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | clean_text,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(clean_text, inner, max_size=4), max_leaves=25,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(clean_text, inner, max_size=4),
+    max_leaves=25,
 )
 plausible = st.fixed_dictionaries(
-    {"id": clean_text.filter(str.strip), "role": st.sampled_from(["user", "assistant"]), "parts": st.lists(
-        st.one_of(st.fixed_dictionaries({"type": st.just("text"), "text": st.one_of(texts, big_text)}), clean_json),
-        max_size=4)},
+    {
+        "id": clean_text.filter(str.strip),
+        "role": st.sampled_from(["user", "assistant"]),
+        "parts": st.lists(
+            st.one_of(st.fixed_dictionaries({"type": st.just("text"), "text": st.one_of(texts, big_text)}), clean_json),
+            max_size=4,
+        ),
+    },
     optional={"createdAt": clean_text, "metadata": clean_json},
 )
 messages = st.one_of(
@@ -92,7 +101,9 @@ messages = st.one_of(
 )
 
 LIMITS = {
-    "AGENT_SESSIONS_MAX_MESSAGE_BYTES": 64_000, "AGENT_SESSIONS_MAX_PARTS": 4, "AGENT_SESSIONS_MAX_JSON_DEPTH": 40,
+    "AGENT_SESSIONS_MAX_MESSAGE_BYTES": 64_000,
+    "AGENT_SESSIONS_MAX_PARTS": 4,
+    "AGENT_SESSIONS_MAX_JSON_DEPTH": 40,
 }
 FUZZ = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]

@@ -58,8 +58,11 @@ def test_database_laid_out_by_the_seed_ddl_migrates_and_works():
     import psycopg
 
     name = f"agent_sessions_seed_{uuid.uuid4().hex[:8]}"
-    params = dict(host=settings.DATABASES["default"]["HOST"], port=settings.DATABASES["default"]["PORT"],
-                  user=settings.DATABASES["default"]["USER"])
+    params = dict(
+        host=settings.DATABASES["default"]["HOST"],
+        port=settings.DATABASES["default"]["PORT"],
+        user=settings.DATABASES["default"]["USER"],
+    )
     admin = psycopg.connect(dbname="postgres", autocommit=True, **params)
     admin.execute(f'CREATE DATABASE "{name}"')
     try:
@@ -72,8 +75,14 @@ def test_database_laid_out_by_the_seed_ddl_migrates_and_works():
         url = f"postgres://{params['user']}@{params['host']}:{params['port']}/{name}"
         env = dict(os.environ, DATABASE_URL=url, DJANGO_SETTINGS_MODULE="project.settings", PYTHONPATH=str(ROOT))
         subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
-        out = subprocess.run([sys.executable, "-m", "tests.support.seed_interop"], cwd=ROOT, env=env, check=True,
-                             capture_output=True, text=True).stdout
+        out = subprocess.run(
+            [sys.executable, "-m", "tests.support.seed_interop"],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
         result = json.loads(out.strip().splitlines()[-1])
         assert result["history"] == ["s1", "s2", "p1"]
         assert result["search"] == ["s1"]

@@ -81,8 +81,13 @@ def test_message_round_trips_unchanged(session):
         "metadata": {"nested": [1, 2.5, None, True], "ünï": "日本語"},
         "parts": [
             {"type": "reasoning", "text": "thinking"},
-            {"type": "tool-weather", "toolCallId": "t1", "state": "output-available",
-             "input": {"city": "Kyoto"}, "output": {"temp": 21}},
+            {
+                "type": "tool-weather",
+                "toolCallId": "t1",
+                "state": "output-available",
+                "input": {"city": "Kyoto"},
+                "output": {"temp": 21},
+            },
             {"type": "text", "text": "It is 21°C"},
         ],
     }
@@ -92,9 +97,17 @@ def test_message_round_trips_unchanged(session):
 
 
 def test_text_content_is_text_parts_joined_by_newline(session):
-    session.append_message({"id": "m", "role": "user", "parts": [
-        {"type": "text", "text": "one"}, {"type": "reasoning", "text": "hidden"}, {"type": "text", "text": "two"},
-    ]})
+    session.append_message(
+        {
+            "id": "m",
+            "role": "user",
+            "parts": [
+                {"type": "text", "text": "one"},
+                {"type": "reasoning", "text": "hidden"},
+                {"type": "text", "text": "two"},
+            ],
+        }
+    )
     assert Message.objects.get(session_id=session.session_id, message_id="m").text_content == "one\ntwo"
 
 
@@ -237,8 +250,11 @@ def test_overlays_applied_on_read(session, build):
     stored = session.add_compaction("S1", "m1", "m3")
     history = session.get_history()
     assert ids(history) == ["m0", f"compaction_{stored.id}", "m4"]
-    assert history[1] == {"id": f"compaction_{stored.id}", "role": "assistant",
-                          "parts": [{"type": "text", "text": "S1"}]}
+    assert history[1] == {
+        "id": f"compaction_{stored.id}",
+        "role": "assistant",
+        "parts": [{"type": "text", "text": "S1"}],
+    }
     assert session.get_path_length() == 5  # raw path, no overlays
     assert Message.objects.filter(session_id=session.session_id).count() == 5  # originals stay
 

@@ -59,11 +59,26 @@ class FakeChatCompletions:
         if last["role"] == "tool":
             message = {"role": "assistant", "content": f"It is {last['content']}."}
         else:
-            message = {"role": "assistant", "content": None, "tool_calls": [
-                {"id": f"call_{len(self.requests)}", "type": "function",
-                 "function": {"name": "get_weather", "arguments": '{"city": "Kyoto"}'}}]}
-        return ChatCompletion.model_validate({"id": "c", "object": "chat.completion", "created": 0, "model": "m",
-                                              "choices": [{"index": 0, "finish_reason": "stop", "message": message}]})
+            message = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"call_{len(self.requests)}",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city": "Kyoto"}'},
+                    }
+                ],
+            }
+        return ChatCompletion.model_validate(
+            {
+                "id": "c",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "m",
+                "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
+            }
+        )
 
 
 @pytest.mark.django_db

@@ -38,7 +38,12 @@ def race(mode: str, session_id: str, workers: int, count: int = 1, timeout: floa
     procs = [
         subprocess.Popen(
             [sys.executable, "-m", "scripts.race_worker", mode, session_id, f"w{w}", str(count)],
-            cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for w in range(workers)
     ]

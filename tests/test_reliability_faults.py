@@ -124,8 +124,9 @@ def test_redis_down_appends_succeed_and_the_sweep_recovers_the_compaction(broker
 def _terminate_backend(pid: int) -> None:
     """Kill a backend from a separate superuser connection, and wait until it is gone."""
     params = connection.get_connection_params()
-    with psycopg.connect(host=params.get("host"), port=params.get("port"), user=params.get("user"),
-                         dbname="postgres", autocommit=True) as admin:
+    with psycopg.connect(
+        host=params.get("host"), port=params.get("port"), user=params.get("user"), dbname="postgres", autocommit=True
+    ) as admin:
         assert admin.execute("SELECT pg_terminate_backend(%s)", [pid]).fetchone()[0]
         for _ in range(50):
             if not admin.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", [pid]).fetchone():

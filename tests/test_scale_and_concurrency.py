@@ -61,8 +61,14 @@ def test_foreign_rows_without_depth_fall_back_to_a_walk(session):
             cursor.execute(
                 "INSERT INTO assistant_messages (id, session_id, parent_id, role, content, text_content) "
                 "VALUES (%s, %s, %s, %s, %s, %s)",
-                [f"f{i}", session.session_id, parent, "user",
-                 f'{{"id":"f{i}","role":"user","parts":[{{"type":"text","text":"foreign {i}"}}]}}', f"foreign {i}"],
+                [
+                    f"f{i}",
+                    session.session_id,
+                    parent,
+                    "user",
+                    f'{{"id":"f{i}","role":"user","parts":[{{"type":"text","text":"foreign {i}"}}]}}',
+                    f"foreign {i}",
+                ],
             )
     assert session.get_path_length() == 3
     session.append_message(msg("ours"))
@@ -84,7 +90,7 @@ def test_latest_leaf_lookup_stays_bounded_whatever_the_planner_thinks(session):
         if connection.vendor == "postgresql":
             cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + _LATEST_LEAF, latest_leaf_params(session.session_id))
             plan = "\n".join(r[0] for r in cursor.fetchall())
-            anywhere = plan[plan.index("Subquery Scan on anywhere"):]
+            anywhere = plan[plan.index("Subquery Scan on anywhere") :]
             assert "(never executed)" in anywhere.splitlines()[0], plan
         cursor.execute(_LATEST_LEAF, latest_leaf_params(session.session_id))
         assert cursor.fetchone()[0] == "m2999"

@@ -19,7 +19,11 @@ ROOT = Path(__file__).resolve().parent.parent
 def _manage(*args: str, **env: str) -> subprocess.CompletedProcess:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL", "CELERY_"))}
     return subprocess.run(
-        [sys.executable, "manage.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=120,
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**base, "DJANGO_SETTINGS_MODULE": "project.settings", **env},
     )
 

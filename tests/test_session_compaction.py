@@ -102,8 +102,11 @@ def test_overlay_is_stored_and_applied_and_originals_stay(session):
     assert (stored.from_message_id, stored.to_message_id, stored.summary) == ("m1", "m4", "SUMMARY ONE")
     history = session.get_history()
     assert ids(history) == ["m0", f"{COMPACTION_PREFIX}{stored.id}", "m5"]
-    assert history[1] == {"id": f"{COMPACTION_PREFIX}{stored.id}", "role": "assistant",
-                          "parts": [{"type": "text", "text": "SUMMARY ONE"}]}
+    assert history[1] == {
+        "id": f"{COMPACTION_PREFIX}{stored.id}",
+        "role": "assistant",
+        "parts": [{"type": "text", "text": "SUMMARY ONE"}],
+    }
     assert session.get_message("m2")["id"] == "m2"  # originals stay in the table
     assert session.get_path_length() == 6
     assert "m1-word" in summaries[0] and "m5-word" not in summaries[0]
@@ -274,8 +277,10 @@ def test_acompact_awaits_the_reference_functions_async_path(session_id):
         seen.append(prompt)
         return "ASYNC SUMMARY"
 
-    session = Session.create().for_session(session_id).on_compaction(
-        create_compact_function(summarize, protect_head=1, tail_token_budget=10, min_tail_messages=1)
+    session = (
+        Session.create()
+        .for_session(session_id)
+        .on_compaction(create_compact_function(summarize, protect_head=1, tail_token_budget=10, min_tail_messages=1))
     )
     chain(session, 6)
     result = asyncio.run(session.acompact())
@@ -372,8 +377,9 @@ class MemoryStorage:
 
 def test_custom_storage_compacts_iteratively_and_validates():
     session = Session.create(MemoryStorage())
-    session.on_compaction(create_compact_function(lambda p: "S", protect_head=1, tail_token_budget=10,
-                                                  min_tail_messages=1))
+    session.on_compaction(
+        create_compact_function(lambda p: "S", protect_head=1, tail_token_budget=10, min_tail_messages=1)
+    )
     chain(session, 6)
     assert session.compact().from_message_id == "m1"
     chain(session, 3, prefix="n")

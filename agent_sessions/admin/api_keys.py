@@ -39,7 +39,8 @@ class ApiKeyAdmin(admin.ModelAdmin):
         obj.prefix, obj.hashed_secret = token_prefix(token), hash_token(token)
         super().save_model(request, obj, form, change)
         self.message_user(
-            request, f"API key issued. Copy the token now, it is not stored and will not be shown again: {token}",
+            request,
+            f"API key issued. Copy the token now, it is not stored and will not be shown again: {token}",
             messages.WARNING,
         )
 

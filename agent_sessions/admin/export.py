@@ -13,8 +13,17 @@ from ..models import Compaction, Message, SessionRecord
 from ..storage.orm import DjangoSessionProvider
 
 _SESSION_FIELDS = (
-    "id", "name", "parent_session_id", "model", "source", "input_tokens", "output_tokens",
-    "estimated_cost", "end_reason", "created_at", "updated_at",
+    "id",
+    "name",
+    "parent_session_id",
+    "model",
+    "source",
+    "input_tokens",
+    "output_tokens",
+    "estimated_cost",
+    "end_reason",
+    "created_at",
+    "updated_at",
 )
 
 
@@ -32,8 +41,13 @@ def _message_row(row: Message) -> str:
     except ValueError:
         message = row.content
     return _dump(
-        {"id": row.message_id, "parent_id": row.parent_id, "role": row.role, "created_at": row.created_at,
-         "message": message}
+        {
+            "id": row.message_id,
+            "parent_id": row.parent_id,
+            "role": row.role,
+            "created_at": row.created_at,
+            "message": message,
+        }
     )
 
 
@@ -47,9 +61,18 @@ def iter_session(session_id: str, record: SessionRecord | None) -> Iterator[str]
     yield '], "compactions": ['
     overlays = Compaction.objects.filter(session_id=session_id).order_by("seq")
     for i, c in enumerate(overlays.iterator(chunk_size=1000)):
-        yield ("," if i else "") + "\n" + _dump(
-            {"id": c.compaction_id, "summary": c.summary, "from_message_id": c.from_message_id,
-             "to_message_id": c.to_message_id, "created_at": c.created_at}
+        yield (
+            ("," if i else "")
+            + "\n"
+            + _dump(
+                {
+                    "id": c.compaction_id,
+                    "summary": c.summary,
+                    "from_message_id": c.from_message_id,
+                    "to_message_id": c.to_message_id,
+                    "created_at": c.created_at,
+                }
+            )
         )
     yield "]}"
 

@@ -46,8 +46,19 @@ class MessageAdmin(admin.ModelAdmin):
     search_help_text = "Words from message text (full-text, every word must match), or an exact message/session id."
     show_full_result_count = False
     ordering = ("-seq",)
-    fields = ("message_id", "session_link", "parent", "role", "created_at", "tokens", "path_tokens", "depth",
-              "forked_from", "rendered", "raw_json")
+    fields = (
+        "message_id",
+        "session_link",
+        "parent",
+        "role",
+        "created_at",
+        "tokens",
+        "path_tokens",
+        "depth",
+        "forked_from",
+        "rendered",
+        "raw_json",
+    )
     readonly_fields = fields
     Media = TreeMedia
 

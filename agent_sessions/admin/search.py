@@ -37,7 +37,7 @@ class Matches:
 
     @property
     def label(self) -> str:
-        """"281 messages match" or "more than 10000 messages match"."""
+        """ "281 messages match" or "more than 10000 messages match"."""
         if self.capped:
             return f"more than {self.count} messages match"
         return f"{self.count} message{'' if self.count == 1 else 's'} match{'es' if self.count == 1 else ''}"

@@ -74,7 +74,14 @@ class TreeMedia:
 @admin.register(SessionRecord)
 class SessionRecordAdmin(admin.ModelAdmin):
     list_display = (
-        "__str__", "model", "source", "message_count", "tokens", "cost", "end_reason", "compaction",
+        "__str__",
+        "model",
+        "source",
+        "message_count",
+        "tokens",
+        "cost",
+        "end_reason",
+        "compaction",
         "updated_at",
     )
     list_filter = ("model", "source", "end_reason", CompactionStateFilter)
@@ -84,10 +91,13 @@ class SessionRecordAdmin(admin.ModelAdmin):
     readonly_fields = ("created_at", "updated_at", "input_tokens", "output_tokens", "estimated_cost", "fork_parent")
     fieldsets = (
         (None, {"fields": ("id", "name", "model", "source", "end_reason", "parent_session_id", "fork_parent")}),
-        ("Usage and ownership", {
-            "classes": ("collapse",),
-            "fields": ("input_tokens", "output_tokens", "estimated_cost", "owner", "created_at", "updated_at"),
-        }),
+        (
+            "Usage and ownership",
+            {
+                "classes": ("collapse",),
+                "fields": ("input_tokens", "output_tokens", "estimated_cost", "owner", "created_at", "updated_at"),
+            },
+        ),
     )
     actions = ("compact_now", "export_json")
     change_form_template = "admin/agent_sessions/sessionrecord/change_form.html"
@@ -96,9 +106,13 @@ class SessionRecordAdmin(admin.ModelAdmin):
 
     # ── changelist ──────────────────────────────────────────────────
     def get_queryset(self, request: HttpRequest) -> QuerySet:
-        return super().get_queryset(request).annotate(
-            total_tokens=F("input_tokens") + F("output_tokens"),
-            compaction_state=compaction_state_subquery(),
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                total_tokens=F("input_tokens") + F("output_tokens"),
+                compaction_state=compaction_state_subquery(),
+            )
         )
 
     def get_deleted_objects(self, objs: Any, request: HttpRequest) -> tuple:
@@ -119,8 +133,9 @@ class SessionRecordAdmin(admin.ModelAdmin):
         """The parent session's message tree (sessions made by fork or compact-and-split)."""
         if not obj.parent_session_id:
             return "—"
-        return format_html('<a href="{}" data-fork-parent>{}</a>', self._url("tree", obj.parent_session_id),
-                           obj.parent_session_id)
+        return format_html(
+            '<a href="{}" data-fork-parent>{}</a>', self._url("tree", obj.parent_session_id), obj.parent_session_id
+        )
 
     @admin.display(description="messages", ordering="message_count")
     def message_count(self, obj: SessionRecord) -> int:
@@ -184,21 +199,35 @@ class SessionRecordAdmin(admin.ModelAdmin):
         ]
 
     def _url(self, name: str, session_id: str) -> str:
-        return reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_{name}", args=[quote(session_id)],
-                       current_app=self.admin_site.name)
+        return reverse(
+            f"admin:{self.opts.app_label}_{self.opts.model_name}_{name}",
+            args=[quote(session_id)],
+            current_app=self.admin_site.name,
+        )
 
     def _urls(self, session_id: str, page_url: str) -> Urls:
         compaction = reverse("admin:agent_sessions_compaction_change", args=["0"], current_app=self.admin_site.name)
-        return Urls(page=page_url, fragment=self._url("tree_fragment", session_id),
-                    text=self._url("tree_text", session_id), compaction=compaction.replace("/0/", "/{}/"))
+        return Urls(
+            page=page_url,
+            fragment=self._url("tree_fragment", session_id),
+            text=self._url("tree_text", session_id),
+            compaction=compaction.replace("/0/", "/{}/"),
+        )
 
     def _tree_context(self, request: HttpRequest, session_id: str, page_url: str, record: Any = None) -> dict:
         urls = self._urls(session_id, page_url)
         get = request.GET
         context = tree_context(
-            session_id, urls, leaf=get.get("leaf", "").strip(), focus=get.get("focus", "").strip(),
-            at=get.get("at", ""), page=_int(get.get("page")), query=get.get("q", "").strip(),
-            hits_page=_int(get.get("hits")) or 1, record=record, using=router.db_for_read(Message),
+            session_id,
+            urls,
+            leaf=get.get("leaf", "").strip(),
+            focus=get.get("focus", "").strip(),
+            at=get.get("at", ""),
+            page=_int(get.get("page")),
+            query=get.get("q", "").strip(),
+            hits_page=_int(get.get("hits")) or 1,
+            record=record,
+            using=router.db_for_read(Message),
         )
         context.update(
             session_id=session_id,
@@ -212,8 +241,15 @@ class SessionRecordAdmin(admin.ModelAdmin):
         )
         return context
 
-    def render_change_form(self, request: HttpRequest, context: dict, add: bool = False, change: bool = False,
-                           form_url: str = "", obj: Any = None) -> HttpResponse:
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict,
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Any = None,
+    ) -> HttpResponse:
         if obj is not None and not add:
             context["as_tree"] = self._tree_context(request, obj.pk, request.path, obj)
         return super().render_change_form(request, context, add, change, form_url, obj)
@@ -247,8 +283,13 @@ class SessionRecordAdmin(admin.ModelAdmin):
             raise Http404("node is required")
         urls = self._urls(session_id, self._url("tree", session_id))
         context = fragment_context(
-            session_id, urls, start=node, toward=request.GET.get("toward", ""), until=request.GET.get("until", ""),
-            using=router.db_for_read(Message), limit=_int(request.GET.get("n")) or FRAGMENT_LIMIT,
+            session_id,
+            urls,
+            start=node,
+            toward=request.GET.get("toward", ""),
+            until=request.GET.get("until", ""),
+            using=router.db_for_read(Message),
+            limit=_int(request.GET.get("n")) or FRAGMENT_LIMIT,
         )
         if context.get("missing"):
             raise Http404("no such message")
@@ -266,9 +307,15 @@ class SessionRecordAdmin(admin.ModelAdmin):
         more = len(rest) - offset - len(chunk)
         query = request.GET.copy()
         query["offset"] = str(offset + len(chunk))
-        return TemplateResponse(request, "admin/agent_sessions/tree/text.html", {
-            "rest": chunk, "more": more, "more_url": f"{request.path}?{query.urlencode()}",
-        })
+        return TemplateResponse(
+            request,
+            "admin/agent_sessions/tree/text.html",
+            {
+                "rest": chunk,
+                "more": more,
+                "more_url": f"{request.path}?{query.urlencode()}",
+            },
+        )
 
     def _back(self, request: HttpRequest, session_id: str) -> HttpResponseRedirect:
         fallback = self._url("tree", session_id)

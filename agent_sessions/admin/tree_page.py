@@ -179,8 +179,9 @@ class Hits:
         return (self.page - 1) * HITS_PER_PAGE + 1
 
 
-def _stub(tree: Tree, kid: str, urls: Urls, *, size: int | None = None, toward: str = "", until: str = "",
-          n: int = 0) -> Stub:
+def _stub(
+    tree: Tree, kid: str, urls: Urls, *, size: int | None = None, toward: str = "", until: str = "", n: int = 0
+) -> Stub:
     leaf = tree.latest_leaf_in.get(kid, kid)
     return Stub(
         node=tree.nodes[kid],
@@ -197,8 +198,16 @@ def _stubs(tree: Tree, parent_id: str | None, skip: str | None, urls: Urls) -> l
     return [_stub(tree, kid, urls) for kid in tree.children.get(parent_id, []) if kid != skip]
 
 
-def _row(tree: Tree, node: Node, contents: dict, urls: Urls, *, next_id: str | None, links: Links | None = None,
-         **flags: bool) -> Row:
+def _row(
+    tree: Tree,
+    node: Node,
+    contents: dict,
+    urls: Urls,
+    *,
+    next_id: str | None,
+    links: Links | None = None,
+    **flags: bool,
+) -> Row:
     message, created_at = contents.get(node.seq, ({}, None))
     parent = node.parent_id if node.parent_id in tree.nodes else None
     go = links.to if links else urls.select
@@ -225,9 +234,19 @@ def load_overlay_rows(session_id: str, *, using: str = "default") -> list[tuple[
     ]
 
 
-def tree_context(session_id: str, urls: Urls, *, leaf: str = "", focus: str = "", at: str = "",
-                 page: int | None = None, query: str = "", hits_page: int = 1, record: object = None,
-                 using: str = "default") -> dict:
+def tree_context(
+    session_id: str,
+    urls: Urls,
+    *,
+    leaf: str = "",
+    focus: str = "",
+    at: str = "",
+    page: int | None = None,
+    query: str = "",
+    hits_page: int = 1,
+    record: object = None,
+    using: str = "default",
+) -> dict:
     """Everything the tree template needs for one page of the path to the selected leaf.
 
     ``leaf`` (any message) selects the path through it, ``focus`` a message to open at (keeping
@@ -258,8 +277,17 @@ def tree_context(session_id: str, urls: Urls, *, leaf: str = "", focus: str = ""
     links = Links(urls, leaf_id, on_path)
 
     def row(node: Node) -> Row:
-        return _row(tree, node, contents, urls, next_id=next_on_path.get(node.id), active=True,
-                    selected=node.id == leaf_id, focus=node.id == focus, links=links)
+        return _row(
+            tree,
+            node,
+            contents,
+            urls,
+            next_id=next_on_path.get(node.id),
+            active=True,
+            selected=node.id == leaf_id,
+            focus=node.id == focus,
+            links=links,
+        )
 
     overlay_keys = {c.id: key for key, c in overlays}
     entries = [
@@ -276,9 +304,9 @@ def tree_context(session_id: str, urls: Urls, *, leaf: str = "", focus: str = ""
         bad_time=target.bad_time,
         leaf=tree.nodes[leaf_id],
         focus_id=focus,
-        focus=None if query else _focus_view(
-            session_id, tree, focus_node, focus_created, items, overlays, links, record, using=using
-        ),
+        focus=None
+        if query
+        else _focus_view(session_id, tree, focus_node, focus_created, items, overlays, links, record, using=using),
         path_length=len(path),
         path_tokens=path[-1].path_tokens,
         history_length=len(items),
@@ -317,8 +345,18 @@ def _rendered_nodes(item: PathItem, window: tuple[int, int] | None = None) -> tu
     return item.nodes[window[0] : window[1]] if window else ()
 
 
-def _entry(tree: Tree, item: PathItem, row, urls: Urls, leaf_id: str, window: tuple[int, int] | None = None,
-           *, overlays_seq: dict[str, int] | None = None, links: Links | None = None, focus: str = "") -> Entry:
+def _entry(
+    tree: Tree,
+    item: PathItem,
+    row,
+    urls: Urls,
+    leaf_id: str,
+    window: tuple[int, int] | None = None,
+    *,
+    overlays_seq: dict[str, int] | None = None,
+    links: Links | None = None,
+    focus: str = "",
+) -> Entry:
     if item.overlay is None:
         return Entry(row=row(item.nodes[0]))
     overlay = item.overlay
@@ -361,9 +399,18 @@ def _leaf_view(node: Node, selected: bool, urls: Urls, contents: dict) -> LeafVi
     return LeafView(node, selected, urls.select(node.id), excerpt, created_at)
 
 
-def _focus_view(session_id: str, tree: Tree, node: Node, created_at: object, items: list[PathItem],
-                overlays: list[tuple[int, StoredCompaction]], links: Links, record: object, *,
-                using: str) -> FocusView:
+def _focus_view(
+    session_id: str,
+    tree: Tree,
+    node: Node,
+    created_at: object,
+    items: list[PathItem],
+    overlays: list[tuple[int, StoredCompaction]],
+    links: Links,
+    record: object,
+    *,
+    using: str,
+) -> FocusView:
     """The focused message's links (parent, compaction record, session) and its context panel."""
     holder = next((i.overlay for i in items if i.overlay is not None and node in i.nodes), None)
     seq = {c.id: s for s, c in overlays}
@@ -409,8 +456,9 @@ def _hits(session_id: str, query: str, page: int, tree: Tree, links: Links, *, u
     pages = max(1, -(-found.count // HITS_PER_PAGE))
     page = min(max(page, 1), pages)
     try:
-        results = search(query, session_id=session_id, limit=HITS_PER_PAGE, offset=(page - 1) * HITS_PER_PAGE,
-                         using=using)
+        results = search(
+            query, session_id=session_id, limit=HITS_PER_PAGE, offset=(page - 1) * HITS_PER_PAGE, using=using
+        )
     except (AgentSessionsError, ValueError) as exc:
         return Hits(query, found, [], 1, 1, [], error=str(exc))
     rows = [
@@ -428,8 +476,16 @@ def _marked(snippet: str) -> list[tuple[str, bool]]:
     return [(piece, i % 2 == 1) for i, piece in enumerate(snippet.split("**")) if piece]
 
 
-def fragment_context(session_id: str, urls: Urls, *, start: str, toward: str = "", until: str = "",
-                     using: str = "default", limit: int = FRAGMENT_LIMIT) -> dict:
+def fragment_context(
+    session_id: str,
+    urls: Urls,
+    *,
+    start: str,
+    toward: str = "",
+    until: str = "",
+    using: str = "default",
+    limit: int = FRAGMENT_LIMIT,
+) -> dict:
     """A chain of up to ``limit`` rows from ``start`` (a branch or a compacted range).
 
     Side branches inside it show as stubs; a longer chain ends in a stub that
@@ -449,6 +505,13 @@ def fragment_context(session_id: str, urls: Urls, *, start: str, toward: str = "
         rows.append(_row(tree, node, contents, urls, next_id=nxt, active=node.id in on_path))
     more = None
     if rest:
-        more = _stub(tree, rest[0].id, urls, size=len(rest), toward=toward, until=until,
-                     n=limit if limit != FRAGMENT_LIMIT else 0)
+        more = _stub(
+            tree,
+            rest[0].id,
+            urls,
+            size=len(rest),
+            toward=toward,
+            until=until,
+            n=limit if limit != FRAGMENT_LIMIT else 0,
+        )
     return {"rows": rows, "more": more, "urls": urls}

@@ -265,9 +265,7 @@ def delete_message(request: HttpRequest, session_id: str, message_id: str):
     return Status(204, None)
 
 
-@router.get(
-    "/sessions/{session_id}/history", response={200: MessagePage, ERROR_STATUSES: ErrorOut}, summary="History"
-)
+@router.get("/sessions/{session_id}/history", response={200: MessagePage, ERROR_STATUSES: ErrorOut}, summary="History")
 def get_history(
     request: HttpRequest,
     session_id: str,

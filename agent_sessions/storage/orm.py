@@ -64,7 +64,8 @@ _LATEST_LEAF_TEMPLATE = (
     "  ) newest"
     "  UNION ALL"
     "  SELECT * FROM ("
-    "    SELECT {inner} FROM assistant_messages m WHERE m.session_id = %s AND " + _CHILDLESS.format(t="m")
+    "    SELECT {inner} FROM assistant_messages m WHERE m.session_id = %s AND "
+    + _CHILDLESS.format(t="m")
     + "    ORDER BY m.seq DESC LIMIT 1"
     "  ) anywhere"
     ") leaf LIMIT 1"
@@ -303,9 +304,7 @@ class DjangoSessionProvider:
 
     def get_latest_leaf(self) -> dict | None:
         """The most recently appended childless message, or None for an empty session."""
-        row = self._fetchone(
-            _LATEST_LEAF_CONTENT, latest_leaf_params(self.session_id)
-        )
+        row = self._fetchone(_LATEST_LEAF_CONTENT, latest_leaf_params(self.session_id))
         return json.loads(row[0]) if row else None
 
     def _path_params(self, leaf_id: str) -> list:
@@ -397,8 +396,12 @@ class DjangoSessionProvider:
             sql + "SELECT path.n, path.total, m.content FROM path JOIN assistant_messages m ON " + _PATH_ROW + " "
             "ORDER BY path.n",
             [
-                self.session_id, *self._leaf_params(leaf_id), path_key_prefix(self.session_id),
-                conf.max_path_depth(), min_recent, budget,
+                self.session_id,
+                *self._leaf_params(leaf_id),
+                path_key_prefix(self.session_id),
+                conf.max_path_depth(),
+                min_recent,
+                budget,
             ],
         )
         kept = [r for r in rows if r[0] < min_recent or r[1] <= budget]
@@ -469,8 +472,13 @@ class DjangoSessionProvider:
                 "UPDATE assistant_messages SET role = %s, content = %s, text_content = %s, tool_text = %s, tokens = %s "
                 "WHERE session_id = %s AND id = %s",
                 [
-                    message["role"], stored, text_content(message), tool_text(message), tokens,
-                    self.session_id, message["id"],
+                    message["role"],
+                    stored,
+                    text_content(message),
+                    tool_text(message),
+                    tokens,
+                    self.session_id,
+                    message["id"],
                 ],  # fmt: skip
             )
             if cursor.rowcount == 0:
@@ -601,9 +609,16 @@ class DjangoSessionProvider:
                     totals[mid] = (previous, depth, path_tokens)
                     rows.append(
                         {
-                            "id": mid, "parent_id": previous, "role": message["role"], "content": content,
-                            "text_content": text_content(message), "tool_text": tool_text(message), "created_at": now,
-                            "tokens": tokens, "depth": depth, "path_tokens": path_tokens,
+                            "id": mid,
+                            "parent_id": previous,
+                            "role": message["role"],
+                            "content": content,
+                            "text_content": text_content(message),
+                            "tool_text": tool_text(message),
+                            "created_at": now,
+                            "tokens": tokens,
+                            "depth": depth,
+                            "path_tokens": path_tokens,
                         }
                     )
                 previous = mid
@@ -642,8 +657,17 @@ class DjangoSessionProvider:
         return [dict(zip(keys, (*r[:5], as_datetime(r[5]), r[6]), strict=True)) for r in rows]
 
     bulk_columns = (
-        "id", "parent_id", "role", "content", "text_content", "tool_text", "created_at",
-        "tokens", "depth", "path_tokens", "origin_id",
+        "id",
+        "parent_id",
+        "role",
+        "content",
+        "text_content",
+        "tool_text",
+        "created_at",
+        "tokens",
+        "depth",
+        "path_tokens",
+        "origin_id",
     )
     """Columns :meth:`insert_rows` fills (``session_id`` is this provider's)."""
 
@@ -668,6 +692,7 @@ class DjangoSessionProvider:
         with self.connection.cursor() as cursor:
             self.backend.insert_many(cursor, sql, row_sql, param_rows, per_statement)
 
+
 def search(
     query: str,
     *,
@@ -689,9 +714,7 @@ def search(
     alias = using or router.db_for_read(Message)
     backend = backends.for_alias(alias)
     with connections[alias].cursor() as cursor:
-        rows = backend.search_messages(
-            cursor, session_id, terms, limit, offset=offset, role=role, snippets=True
-        )
+        rows = backend.search_messages(cursor, session_id, terms, limit, offset=offset, role=role, snippets=True)
     return [
         SearchResult(
             id=mid, role=who, content=content, created_at=as_datetime(created_at), session_id=sid, snippet=snippet

@@ -106,8 +106,7 @@ def trigram_install_sql() -> list[str]:
     """Substring (CJK) search: pg_trgm and GIN ``gin_trgm_ops`` indexes on the text columns (migration 0005)."""
     return [
         "CREATE EXTENSION IF NOT EXISTS pg_trgm",
-        "CREATE INDEX IF NOT EXISTS idx_assistant_msg_trgm ON assistant_messages "
-        "USING GIN (text_content gin_trgm_ops)",
+        "CREATE INDEX IF NOT EXISTS idx_assistant_msg_trgm ON assistant_messages USING GIN (text_content gin_trgm_ops)",
         "CREATE INDEX IF NOT EXISTS idx_search_entries_trgm ON cf_agents_search_entries "
         "USING GIN (content gin_trgm_ops)",
     ]

@@ -22,8 +22,13 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 
 
@@ -77,7 +82,10 @@ def test_tree_in_browser(live_server, staff, chromium_path, sync_playwright):
 
     with tempfile.TemporaryDirectory(prefix="as-chromium-") as profile, sync_playwright() as p:
         browser = p.chromium.launch_persistent_context(
-            profile, executable_path=chromium_path, headless=True, args=CHROMIUM_ARGS,
+            profile,
+            executable_path=chromium_path,
+            headless=True,
+            args=CHROMIUM_ARGS,
             viewport={"width": 1280, "height": 900},
         )
         try:
@@ -197,7 +205,10 @@ def test_operator_finds_answers_in_a_10k_session(live_server, staff, chromium_pa
 
     with tempfile.TemporaryDirectory(prefix="as-chromium-") as profile, sync_playwright() as p:
         browser = p.chromium.launch_persistent_context(
-            profile, executable_path=chromium_path, headless=True, args=CHROMIUM_ARGS,
+            profile,
+            executable_path=chromium_path,
+            headless=True,
+            args=CHROMIUM_ARGS,
             viewport={"width": 1280, "height": 900},
         )
         try:
@@ -227,8 +238,10 @@ def test_operator_finds_answers_in_a_10k_session(live_server, staff, chromium_pa
             page.wait_for_url("**focus=m9050**")
             target = page.locator("#msg-m9050")
             assert target.is_visible() and "as-focus" in target.get_attribute("class")
-            assert page.evaluate("() => { const r = document.getElementById('msg-m9050').getBoundingClientRect();"
-                                 " return r.top > -2 && r.top < innerHeight; }")
+            assert page.evaluate(
+                "() => { const r = document.getElementById('msg-m9050').getBoundingClientRect();"
+                " return r.top > -2 && r.top < innerHeight; }"
+            )
             assert "Context of user message m9050" in page.locator("#as-context > summary").inner_text()
             page.screenshot(path=str(ARTIFACTS / "admin-ops-jump-9000.png"))
 
@@ -292,12 +305,19 @@ def test_operator_finds_answers_in_a_10k_session(live_server, staff, chromium_pa
                 assert measured > 100 and not failures, (scheme, failures[:10])
                 roles = page.locator("li.as-focus > .as-msg-head > .as-role")
                 assert roles.evaluate("e => getComputedStyle(e).backgroundColor") != roles.evaluate(
-                    "e => getComputedStyle(e.closest('li')).backgroundColor")
+                    "e => getComputedStyle(e.closest('li')).backgroundColor"
+                )
                 page.screenshot(path=str(ARTIFACTS / f"admin-ops-{scheme}.png"))
             page.emulate_media(color_scheme="light")
         finally:
             browser.close()
 
-    for name in ("admin-ops-jump-9000.png", "admin-ops-search.png", "admin-ops-range-hit.png",
-                 "admin-ops-context.png", "admin-ops-light.png", "admin-ops-dark.png"):
+    for name in (
+        "admin-ops-jump-9000.png",
+        "admin-ops-search.png",
+        "admin-ops-range-hit.png",
+        "admin-ops-context.png",
+        "admin-ops-light.png",
+        "admin-ops-dark.png",
+    ):
         assert (ARTIFACTS / name).stat().st_size > 10_000

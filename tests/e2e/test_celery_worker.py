@@ -92,13 +92,22 @@ def test_append_returns_before_the_worker_stores_the_summary(worker, session_id,
     finally:
         hold.unlink()
 
-    [overlay] = wait_for(lambda: _compactions(session_id), 60, "the overlay", log,
-                          lambda: f"{jobs.get_compaction_status(session_id)}; {queue_info()}")
+    [overlay] = wait_for(
+        lambda: _compactions(session_id),
+        60,
+        "the overlay",
+        log,
+        lambda: f"{jobs.get_compaction_status(session_id)}; {queue_info()}",
+    )
     assert overlay.summary == "SLOW SUMMARY"
     history = session.get_history()
     assert history[1]["id"] == f"compaction_{overlay.id}" and history[-1]["id"] == "crossing"
-    status = wait_for(lambda: (s := jobs.get_compaction_status(session_id))["status"] == "succeeded" and s,
-                       30, "the job to finish", log)
+    status = wait_for(
+        lambda: (s := jobs.get_compaction_status(session_id))["status"] == "succeeded" and s,
+        30,
+        "the job to finish",
+        log,
+    )
     assert status["attempts"] == 1 and status["last_error"] == ""
 
 
@@ -123,8 +132,13 @@ def test_concurrent_triggers_produce_one_compaction(worker, session_id):
         thread.start()
     for thread in threads:
         thread.join(30)
-    wait_for(lambda: _compactions(session_id), 60, "the overlay", log_path,
-              lambda: f"{jobs.get_compaction_status(session_id)}; {queue_info()}")
+    wait_for(
+        lambda: _compactions(session_id),
+        60,
+        "the overlay",
+        log_path,
+        lambda: f"{jobs.get_compaction_status(session_id)}; {queue_info()}",
+    )
     time.sleep(SUMMARY_DELAY * 2 + 1)  # room for any duplicate to (wrongly) finish a second summary
     assert len(_compactions(session_id)) == 1
     assert jobs.get_compaction_status(session_id)["status"] in {"succeeded", "idle"}

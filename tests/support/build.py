@@ -18,12 +18,26 @@ def bulk_chain(session_id: str, n: int, *, prefix: str = "m", text: str = "messa
     ids = []
     for i in range(n):
         mid = f"{prefix}{i}"
-        message = {"id": mid, "role": "user" if i % 2 == 0 else "assistant",
-                   "parts": [{"type": "text", "text": text.format(i=i)}]}
+        message = {
+            "id": mid,
+            "role": "user" if i % 2 == 0 else "assistant",
+            "parts": [{"type": "text", "text": text.format(i=i)}],
+        }
         tokens = estimate_one_message_tokens(message)
         total += tokens
-        rows.append((mid, session_id, parent, message["role"], json.dumps(message, separators=(",", ":")),
-                     text_content(message), tokens, i + 1, total))
+        rows.append(
+            (
+                mid,
+                session_id,
+                parent,
+                message["role"],
+                json.dumps(message, separators=(",", ":")),
+                text_content(message),
+                tokens,
+                i + 1,
+                total,
+            )
+        )
         parent = mid
         ids.append(mid)
     with connection.cursor() as cursor:

@@ -29,15 +29,20 @@ def main() -> None:
     session = Session.create().for_session("seed-session")
     session.append_message({"id": "p1", "role": "assistant", "parts": [{"type": "text", "text": "python reply"}]})
     with connection.cursor() as cursor:
-        cursor.execute("SELECT id, parent_id, depth FROM assistant_messages WHERE session_id = %s ORDER BY seq",
-                       ["seed-session"])
+        cursor.execute(
+            "SELECT id, parent_id, depth FROM assistant_messages WHERE session_id = %s ORDER BY seq", ["seed-session"]
+        )
         rows = cursor.fetchall()
-    print(json.dumps({
-        "history": [m["id"] for m in session.get_history()],
-        "search": [h.id for h in session.search("deploy")],
-        "path_length": session.get_path_length(),
-        "rows": rows,
-    }))
+    print(
+        json.dumps(
+            {
+                "history": [m["id"] for m in session.get_history()],
+                "search": [h.id for h in session.search("deploy")],
+                "path_length": session.get_path_length(),
+                "rows": rows,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

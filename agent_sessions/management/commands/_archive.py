@@ -29,8 +29,17 @@ from ._base import session_exists
 
 FORMAT = "agent_sessions.session/1"
 RECORD_FIELDS = (
-    "id", "name", "parent_session_id", "model", "source", "input_tokens", "output_tokens",
-    "estimated_cost", "end_reason", "created_at", "updated_at",
+    "id",
+    "name",
+    "parent_session_id",
+    "model",
+    "source",
+    "input_tokens",
+    "output_tokens",
+    "estimated_cost",
+    "end_reason",
+    "created_at",
+    "updated_at",
 )
 CHUNK = 2_000
 
@@ -106,16 +115,26 @@ def export_session(using: str, session_id: str, on_message: Callable[[], None] =
         "session": _record(record),
         "messages": messages,
         "compactions": [
-            {"id": c.compaction_id, "summary": c.summary, "from_message_id": c.from_message_id,
-             "to_message_id": c.to_message_id, "created_at": _stamp(c.created_at)}
+            {
+                "id": c.compaction_id,
+                "summary": c.summary,
+                "from_message_id": c.from_message_id,
+                "to_message_id": c.to_message_id,
+                "created_at": _stamp(c.created_at),
+            }
             for c in overlays
         ],
         "context_blocks": [
             {"label": b.label, "content": b.content, "updated_at": _stamp(b.updated_at)} for b in blocks
         ],
         "search_entries": [
-            {"label": e.label, "key": e.key, "content": e.content, "created_at": _stamp(e.created_at),
-             "updated_at": _stamp(e.updated_at)}
+            {
+                "label": e.label,
+                "key": e.key,
+                "content": e.content,
+                "created_at": _stamp(e.created_at),
+                "updated_at": _stamp(e.updated_at),
+            }
             for e in entries
         ],
     }
@@ -205,10 +224,15 @@ def _message_rows(entries: list) -> Iterator[dict]:
         if entry["id"] in rows:
             raise ArchiveError(f"duplicate message id {entry['id']!r}")
         rows[entry["id"]] = {
-            "id": entry["id"], "parent_id": entry.get("parent_id"), "role": str(entry.get("role") or ""),
-            "content": content, "text_content": text, "tool_text": extra,
+            "id": entry["id"],
+            "parent_id": entry.get("parent_id"),
+            "role": str(entry.get("role") or ""),
+            "content": content,
+            "text_content": text,
+            "tool_text": extra,
             "created_at": _when(entry.get("created_at"), "created_at"),
-            "tokens": tokens, "origin_id": entry.get("origin_id"),
+            "tokens": tokens,
+            "origin_id": entry.get("origin_id"),
         }
     _derive_paths(rows)
     yield from rows.values()
@@ -250,8 +274,12 @@ def import_session(using: str, document: dict) -> int:
         SessionRecord.objects.using(using).create(**fields, owner=_owner(record.get("owner"), using))
     Compaction.objects.using(using).bulk_create(
         Compaction(
-            compaction_id=c["id"], session_id=session_id, summary=c["summary"], from_message_id=c["from_message_id"],
-            to_message_id=c["to_message_id"], **_stamps(created_at=c.get("created_at")),
+            compaction_id=c["id"],
+            session_id=session_id,
+            summary=c["summary"],
+            from_message_id=c["from_message_id"],
+            to_message_id=c["to_message_id"],
+            **_stamps(created_at=c.get("created_at")),
         )
         for c in document.get("compactions", [])
     )
@@ -261,7 +289,9 @@ def import_session(using: str, document: dict) -> int:
     )
     SearchEntry.objects.using(using).bulk_create(
         SearchEntry(
-            label=e["label"], key=e["key"], content=e["content"],
+            label=e["label"],
+            key=e["key"],
+            content=e["content"],
             **_stamps(created_at=e.get("created_at"), updated_at=e.get("updated_at")),
         )
         for e in document.get("search_entries", [])

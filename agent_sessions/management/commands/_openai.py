@@ -129,8 +129,9 @@ def convert(messages: list[dict], *, system_as_message: bool = False) -> Convert
         parts = _content_parts(source.get("refusal") if source.get("content") is None else source.get("content"))
         for call in source.get("tool_calls") or []:
             function = call.get("function") or {}
-            part = _tool_part(function.get("name", "unknown"), call.get("id") or uuid.uuid4().hex,
-                              function.get("arguments"))
+            part = _tool_part(
+                function.get("name", "unknown"), call.get("id") or uuid.uuid4().hex, function.get("arguments")
+            )
             calls[part["toolCallId"]] = part
             parts.append(part)
         if source.get("function_call"):  # the legacy single-call form
@@ -138,8 +139,11 @@ def convert(messages: list[dict], *, system_as_message: bool = False) -> Convert
             part = _tool_part(legacy.get("name", "unknown"), f"call_{uuid.uuid4().hex}", legacy.get("arguments"))
             calls[part["toolCallId"]] = part
             parts.append(part)
-        message: dict[str, Any] = {"id": uuid.uuid4().hex, "role": "system" if role in SYSTEM_ROLES else role,
-                                   "parts": parts}
+        message: dict[str, Any] = {
+            "id": uuid.uuid4().hex,
+            "role": "system" if role in SYSTEM_ROLES else role,
+            "parts": parts,
+        }
         if source.get("name"):
             message["metadata"] = {"name": source["name"]}
         result.messages.append(message)

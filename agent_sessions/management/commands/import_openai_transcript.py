@@ -35,11 +35,14 @@ class Command(ProgressCommand):
         parser.add_argument("--model", default=None, help="Model to record (default: the file's 'model', if any).")
         parser.add_argument("--source", default="openai-transcript", help="Source to record on the session.")
         parser.add_argument(
-            "--system-as", choices=("context", "message"), default="context",
+            "--system-as",
+            choices=("context", "message"),
+            default="context",
             help="Leading system messages become a context block (default) or stay the first message(s).",
         )
         parser.add_argument(
-            "--system-label", default="soul",
+            "--system-label",
+            default="soul",
             help="Label of that context block; stored as '<label>_<session id>' so .with_context(label) finds it.",
         )
 
@@ -70,9 +73,9 @@ class Command(ProgressCommand):
         for warning in converted.warnings:
             self.stderr.write(self.style.WARNING(warning))
         if self.verbosity:
-            self.stdout.write(self.style.SUCCESS(
-                f"Imported {len(converted.messages)} message(s) into session {session_id}."
-            ))
+            self.stdout.write(
+                self.style.SUCCESS(f"Imported {len(converted.messages)} message(s) into session {session_id}.")
+            )
 
     def _load(self, path: str) -> Any:
         try:
