@@ -21,7 +21,7 @@ DATABASE_MARKERS = {"postgres_only": "postgres", "sqlite_only": "sqlite"}
 def pytest_collection_modifyitems(config, items):
     for item in items:
         for marker, database in DATABASE_MARKERS.items():
-            if item.get_closest_marker(marker) and settings.DB != database:
+            if item.get_closest_marker(marker) and database != settings.DB:
                 item.add_marker(pytest.mark.skip(reason=f"{database} only: runs in the {database} run"))
 
 
@@ -99,7 +99,7 @@ def django_db_setup(django_db_setup, django_db_blocker):
             call_command(
                 "partition_tables", partitions=settings.TEST_PARTITIONS, no_analyze=True, no_progress=True, verbosity=0
             )
-    yield
+    return
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -41,7 +41,9 @@ def test_session_changelist_columns(admin_client, chat):
     SessionRecord.objects.create(id="empty-1", name="Empty one", model="other-model", source="cli")
     html = page(admin_client.get(f"{BASE}/sessionrecord/"))
     row = re.search(r"<tr>.*?chat-1.*?</tr>", html, re.S).group(0)
-    assert "Weather chat" in row and "gpt-test" in row and "web" in row
+    assert "Weather chat" in row
+    assert "gpt-test" in row
+    assert "web" in row
     assert '<td class="field-message_count">7</td>' in row
     assert '<td class="field-tokens">200</td>' in row
     assert '<td class="field-cost">0.0125</td>' in row
@@ -70,11 +72,14 @@ def test_session_search_uses_full_text(admin_client, chat):
     SessionRecord.objects.create(id="other", name="Unrelated")
     Session.create().for_session("other").append_message(text("o1", "user", "Tell me about volcanoes"))
     html = page(admin_client.get(f"{BASE}/sessionrecord/", {"q": "umbrella"}))
-    assert "chat-1" in html and "Unrelated" not in html
+    assert "chat-1" in html
+    assert "Unrelated" not in html
     html = page(admin_client.get(f"{BASE}/sessionrecord/", {"q": "volcanoes"}))
-    assert "Unrelated" in html and "Weather chat" not in html
+    assert "Unrelated" in html
+    assert "Weather chat" not in html
     html = page(admin_client.get(f"{BASE}/sessionrecord/", {"q": "Unrelated"}))  # name search still works
-    assert "Unrelated" in html and "Weather chat" not in html
+    assert "Unrelated" in html
+    assert "Weather chat" not in html
     html = page(admin_client.get(f"{BASE}/sessionrecord/", {"q": '"(bad AND'}))  # bad syntax never errors
     assert "0 sessions" in html or "0 results" in html
 
@@ -92,7 +97,8 @@ def test_session_filters(admin_client, chat, query, shown, hidden):
         id="ended", name="Ended one", model="gpt-other", source="batch", end_reason="compaction"
     )
     html = page(admin_client.get(f"{BASE}/sessionrecord/", query))
-    assert shown in html and hidden not in html
+    assert shown in html
+    assert hidden not in html
 
 
 # ── the tree page ───────────────────────────────────────────────────────
@@ -106,13 +112,19 @@ def test_change_page_renders_tree(admin_client, chat):
     assert re.search(r'class="as-msg as-role-assistant as-active as-selected as-focus" id="msg-a3"', html)
     # The other branch is a stub under its parent u2, with a lazy-load URL.
     u2 = html.split('id="msg-u2"', 1)[1].split('id="msg-a2"', 1)[0]
-    assert 'data-branch="a2b"' in u2 and "tree/fragment/?node=a2b" in u2 and "2 branches" in u2
+    assert 'data-branch="a2b"' in u2
+    assert "tree/fragment/?node=a2b" in u2
+    assert "2 branches" in u2
     # The compacted range: summary shown, originals inside a collapsed <details>, tool call readable.
     block = html.split('class="as-compaction"', 1)[1].split('id="msg-u2"', 1)[0]
-    assert "User asked about Kyoto weather" in block and "replaces 2 messages (u1 … a1)" in re.sub("<[^>]+>", "", block)
-    assert '<details class="as-originals">' in block and 'id="msg-u1"' in block and 'id="msg-a1"' in block
+    assert "User asked about Kyoto weather" in block
+    assert "replaces 2 messages (u1 … a1)" in re.sub("<[^>]+>", "", block)
+    assert '<details class="as-originals">' in block
+    assert 'id="msg-u1"' in block
+    assert 'id="msg-a1"' in block
     assert '<details class="as-tool" data-tool="get_weather">' in block
-    assert "<strong>get_weather</strong>" in block and "&quot;city&quot;: &quot;Kyoto&quot;" in block
+    assert "<strong>get_weather</strong>" in block
+    assert "&quot;city&quot;: &quot;Kyoto&quot;" in block
     assert "&quot;tomorrow&quot;: &quot;cloudy&quot;" in block
     # Token figures per message and per path.
     a3 = Message.objects.get(session_id="chat-1", message_id="a3")
@@ -136,12 +148,14 @@ def test_selecting_an_inner_message_follows_to_its_latest_leaf(admin_client, cha
 
 def test_unknown_leaf_falls_back_to_latest(admin_client, chat):
     html = page(admin_client.get(f"{BASE}/sessionrecord/chat-1/change/", {"leaf": "nope"}))
-    assert "not in this session" in html and '<code data-stat="leaf">a3</code>' in html
+    assert "not in this session" in html
+    assert '<code data-stat="leaf">a3</code>' in html
 
 
 def test_fragment_view_returns_a_branch(admin_client, chat):
     html = page(admin_client.get(f"{BASE}/sessionrecord/chat-1/tree/fragment/", {"node": "a2b"}))
-    assert 'id="msg-a2b"' in html and "Alternative answer: sunny everywhere." in html
+    assert 'id="msg-a2b"' in html
+    assert "Alternative answer: sunny everywhere." in html
     assert "<html" not in html  # a fragment, not a page
     assert admin_client.get(f"{BASE}/sessionrecord/chat-1/tree/fragment/", {"node": "zzz"}).status_code == 404
     assert admin_client.get(f"{BASE}/sessionrecord/chat-1/tree/fragment/").status_code == 404
@@ -153,14 +167,17 @@ def test_fragment_of_a_long_chain_ends_in_a_continue_stub(admin_client):
         session.append_message(text(f"l{i}", "user", f"line {i}"))
     html = page(admin_client.get(f"{BASE}/sessionrecord/long/tree/fragment/", {"node": "l5"}))
     assert html.count('class="as-msg ') == 50
-    assert 'id="msg-l54"' in html and 'id="msg-l55"' not in html
-    assert "15 more messages" in html and "node=l55" in html
+    assert 'id="msg-l54"' in html
+    assert 'id="msg-l55"' not in html
+    assert "15 more messages" in html
+    assert "node=l55" in html
 
 
 def test_tree_view_without_registry_row(admin_client):
     Session.create().for_session("loose").append_message(text("z1", "user", "no registry row here"))
     html = page(admin_client.get(f"{BASE}/sessionrecord/loose/tree/"))
-    assert "no registry row here" in html and "Messages of loose" in html
+    assert "no registry row here" in html
+    assert "Messages of loose" in html
 
 
 def test_empty_session_page(admin_client):
@@ -171,7 +188,8 @@ def test_empty_session_page(admin_client):
 
 def test_tree_pages_need_staff(client, chat):
     response = client.get(f"{BASE}/sessionrecord/chat-1/tree/")
-    assert response.status_code == 302 and "/login/" in response["Location"]
+    assert response.status_code == 302
+    assert "/login/" in response["Location"]
     assert client.get(f"{BASE}/sessionrecord/chat-1/tree/fragment/", {"node": "a2b"}).status_code == 302
 
 
@@ -182,7 +200,9 @@ def test_view_only_staff_sees_tree_but_cannot_fork_or_compact(client, chat, djan
     user.user_permissions.add(Permission.objects.get(codename="view_sessionrecord"))
     client.force_login(user)
     html = page(client.get(f"{BASE}/sessionrecord/chat-1/tree/"))
-    assert 'id="msg-a3"' in html and "fork here" not in html and "Compact now" not in html
+    assert 'id="msg-a3"' in html
+    assert "fork here" not in html
+    assert "Compact now" not in html
     assert client.post(f"{BASE}/sessionrecord/chat-1/fork/", {"at": "u2"}).status_code == 403
     assert client.post(f"{BASE}/sessionrecord/chat-1/compact/").status_code == 403
 
@@ -190,10 +210,12 @@ def test_view_only_staff_sees_tree_but_cannot_fork_or_compact(client, chat, djan
 # ── export and fork ─────────────────────────────────────────────────────
 def test_export_session_json(admin_client, chat):
     response = admin_client.get(f"{BASE}/sessionrecord/chat-1/export/")
-    assert response.status_code == 200 and response["Content-Type"] == "application/json"
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/json"
     assert 'filename="session-chat-1.json"' in response["Content-Disposition"]
     data = json.loads(b"".join(response.streaming_content))
-    assert data["session"]["name"] == "Weather chat" and data["session_id"] == "chat-1"
+    assert data["session"]["name"] == "Weather chat"
+    assert data["session_id"] == "chat-1"
     assert [m["id"] for m in data["messages"]] == ["u1", "a1", "u2", "a2b", "a2", "u3", "a3"]
     assert data["messages"][1]["message"]["parts"][1]["input"] == {"city": "Kyoto", "days": 2}
     assert data["messages"][4]["parent_id"] == "u2"
@@ -220,19 +242,23 @@ def test_export_action_on_changelist(admin_client, chat):
     )
     data = json.loads(b"".join(response.streaming_content))
     assert [d["session_id"] for d in data] == ["chat-1", "empty-2"]
-    assert len(data[0]["messages"]) == 7 and data[1]["messages"] == []
+    assert len(data[0]["messages"]) == 7
+    assert data[1]["messages"] == []
 
 
 def test_fork_at_a_message(admin_client, chat):
     response = admin_client.post(f"{BASE}/sessionrecord/chat-1/fork/", {"at": "a2b"})
     fork = SessionRecord.objects.get(parent_session_id="chat-1")
-    assert response.status_code == 302 and response["Location"] == f"{BASE}/sessionrecord/{fork.pk}/change/"
-    assert fork.name == "Weather chat (fork at a2b)" and fork.model == "gpt-test"
+    assert response.status_code == 302
+    assert response["Location"] == f"{BASE}/sessionrecord/{fork.pk}/change/"
+    assert fork.name == "Weather chat (fork at a2b)"
+    assert fork.model == "gpt-test"
     texts = [m["parts"][0]["text"] for m in Session.create().for_session(fork.pk).get_history()]
     assert texts[-2:] == ["Please include tomorrow too.", "Alternative answer: sunny everywhere."]
     assert Message.objects.filter(session_id=fork.pk).count() == 4
     html = page(admin_client.get(response["Location"]))
-    assert "Forked" in html and "Alternative answer" in html
+    assert "Forked" in html
+    assert "Alternative answer" in html
 
 
 def test_fork_of_unknown_message_reports_error(admin_client, chat):
@@ -245,12 +271,14 @@ def test_fork_of_unknown_message_reports_error(admin_client, chat):
 # ── the other admins ────────────────────────────────────────────────────
 def test_message_changelist_and_full_text_search(admin_client, chat):
     html = page(admin_client.get(f"{BASE}/message/"))
-    assert "Yes, take an umbrella today." in html and 'href="/admin/agent_sessions/sessionrecord/chat-1/tree/' in html
+    assert "Yes, take an umbrella today." in html
+    assert 'href="/admin/agent_sessions/sessionrecord/chat-1/tree/' in html
     html = page(admin_client.get(f"{BASE}/message/", {"q": "umbrella forecast"}))  # words are ANDed
     assert 'id="result_list"' not in html
     html = page(admin_client.get(f"{BASE}/message/", {"q": "umbrella"}))
     results = html.split('id="result_list"', 1)[1]
-    assert "Yes, take an umbrella today." in results and "Thanks! Umbrella then?" in results
+    assert "Yes, take an umbrella today." in results
+    assert "Thanks! Umbrella then?" in results
     assert "Kyoto" not in results
     html = page(admin_client.get(f"{BASE}/message/", {"q": "a2b"}))  # exact id
     assert "Alternative answer" in html.split('id="result_list"', 1)[1]
@@ -267,7 +295,8 @@ def test_message_links_open_the_tree_at_that_message(admin_client, db):
 
 def test_message_filter_by_role(admin_client, chat):
     results = page(admin_client.get(f"{BASE}/message/", {"role": "user"})).split('id="result_list"', 1)[1]
-    assert "Thanks! Umbrella then?" in results and "Yes, take an umbrella today." not in results
+    assert "Thanks! Umbrella then?" in results
+    assert "Yes, take an umbrella today." not in results
 
 
 def test_message_change_page_is_read_only_and_rendered(admin_client, chat):
@@ -283,25 +312,31 @@ def test_deleting_a_message_in_admin_repairs_children(admin_client, chat):
     response = admin_client.post(f"{BASE}/message/{row.pk}/delete/", {"post": "yes"})
     assert response.status_code == 302
     a3 = Message.objects.get(session_id="chat-1", message_id="a3")
-    assert a3.parent_id == "u3" and a3.depth == 1 and a3.path_tokens == a3.tokens
+    assert a3.parent_id == "u3"
+    assert a3.depth == 1
+    assert a3.path_tokens == a3.tokens
 
 
 def test_compaction_admin(admin_client, chat):
     overlay = Compaction.objects.get(session_id="chat-1")
     html = page(admin_client.get(f"{BASE}/compaction/"))
-    assert "User asked about Kyoto weather" in html and overlay.compaction_id in html
+    assert "User asked about Kyoto weather" in html
+    assert overlay.compaction_id in html
     html = page(admin_client.get(f"{BASE}/compaction/{overlay.pk}/change/"))
-    assert 'name="summary"' in html and 'name="from_message_id"' not in html
+    assert 'name="summary"' in html
+    assert 'name="from_message_id"' not in html
 
 
 def test_context_block_and_search_entry_admins(admin_client, db):
     ContextBlockRecord.objects.create(label="memory_chat-1", content="Likes umbrellas.")
     SearchEntry.objects.create(label="notes", key="kyoto", content="Kyoto is rainy in June.")
     html = page(admin_client.get(f"{BASE}/contextblockrecord/", {"q": "umbrellas"}))
-    assert "memory_chat-1" in html and "Likes umbrellas." in html
+    assert "memory_chat-1" in html
+    assert "Likes umbrellas." in html
     assert "memory_chat-1" in page(admin_client.get(f"{BASE}/contextblockrecord/memory_chat-1/change/"))
     html = page(admin_client.get(f"{BASE}/searchentry/", {"label": "notes"}))
-    assert "kyoto" in html and "Kyoto is rainy in June." in html
+    assert "kyoto" in html
+    assert "Kyoto is rainy in June." in html
     entry = SearchEntry.objects.get()
     assert "Kyoto is rainy" in page(admin_client.get(f"{BASE}/searchentry/{entry.pk}/change/"))
 
@@ -362,17 +397,22 @@ def test_compact_now_enqueues_and_shows_failure_status(admin_client, chat, confi
     assert "Compaction of &#x27;chat-1&#x27; enqueued with configuration &#x27;support&#x27;; job failed." in html
     assert "failed: RuntimeError: summarizer exploded" in html  # the admin message
     status = html.split('class="as-status errornote" data-compaction-state="failed"', 1)[1].split("</p>", 1)[0]
-    assert "<strong>failed</strong>" in status and "2 attempts" in status and "summarizer exploded" in status
+    assert "<strong>failed</strong>" in status
+    assert "2 attempts" in status
+    assert "summarizer exploded" in status
     listing = page(admin_client.get(f"{BASE}/sessionrecord/", {"compaction": "failed"}))
-    assert '<span class="as-failed">failed</span>' in listing and "Weather chat" in listing
+    assert '<span class="as-failed">failed</span>' in listing
+    assert "Weather chat" in listing
     assert "Weather chat" not in page(admin_client.get(f"{BASE}/sessionrecord/", {"compaction": "none"}))
     jobs = page(admin_client.get(f"{BASE}/compactionjob/", {"status": "failed"}))
-    assert "RuntimeError: summarizer exploded" in jobs and "chat-1" in jobs
+    assert "RuntimeError: summarizer exploded" in jobs
+    assert "chat-1" in jobs
 
 
 def test_compact_now_needs_a_configuration(admin_client, chat, configs, fake_tasks):
     html = page(admin_client.post(f"{BASE}/sessionrecord/chat-1/compact/", follow=True))
-    assert "No compaction configuration chosen" in html and fake_tasks.calls == []
+    assert "No compaction configuration chosen" in html
+    assert fake_tasks.calls == []
     configs("alpha", "beta")  # two: the page offers a choice, and the POST must name one
     html = page(admin_client.get(f"{BASE}/sessionrecord/chat-1/change/"))
     assert '<select name="config"><option>alpha</option><option>beta</option></select>' in html
@@ -413,7 +453,8 @@ def test_compact_now_runs_the_real_task(admin_client, chat, configs):
 
     SessionManager(name="admin-real").on_compaction(compact)
     html = page(admin_client.post(f"{BASE}/sessionrecord/chat-1/compact/", {"leaf": "a3"}, follow=True))
-    assert "job succeeded" in html and 'data-compaction-state="succeeded"' in html
+    assert "job succeeded" in html
+    assert 'data-compaction-state="succeeded"' in html
     assert Compaction.objects.filter(session_id="chat-1", summary="They settled on cloudy.").exists()
     html = page(admin_client.get(f"{BASE}/sessionrecord/chat-1/change/"))
     assert "They settled on cloudy." in html
@@ -441,8 +482,11 @@ def test_api_key_issue_shows_token_once_and_stores_digest(admin_client, admin_us
     html = page(response)
     token = re.search(r"will not be shown again: (\S+?)</li>", html).group(1)
     key = ApiKey.objects.get()
-    assert key.name == "ci bot" and key.owner == admin_user and token.startswith(key.prefix)
-    assert digests_match(token, key.hashed_secret) and token not in key.hashed_secret
+    assert key.name == "ci bot"
+    assert key.owner == admin_user
+    assert token.startswith(key.prefix)
+    assert digests_match(token, key.hashed_secret)
+    assert token not in key.hashed_secret
     assert token not in page(admin_client.get(f"{BASE}/apikey/{key.pk}/change/"))
     admin_client.post(f"{BASE}/apikey/", {"action": "revoke", "_selected_action": [key.pk]})
     key.refresh_from_db()
@@ -451,6 +495,8 @@ def test_api_key_issue_shows_token_once_and_stores_digest(admin_client, admin_us
 
 def test_add_session_page(admin_client, db):
     html = page(admin_client.get(f"{BASE}/sessionrecord/add/"))
-    assert 'name="id"' in html and 'id="as-tree"' not in html
+    assert 'name="id"' in html
+    assert 'id="as-tree"' not in html
     response = admin_client.post(f"{BASE}/sessionrecord/add/", {"id": "new-1", "name": "New", "model": "m"})
-    assert response.status_code == 302 and SessionRecord.objects.get(pk="new-1").name == "New"
+    assert response.status_code == 302
+    assert SessionRecord.objects.get(pk="new-1").name == "New"

@@ -74,9 +74,13 @@ def test_message_search_counts_and_pages_every_hit(admin_client, many_sessions):
 
 def test_matches_counts_honestly_beyond_the_cap(many_sessions):
     found = matches("timeout", using="default", cap=100)
-    assert found.capped and found.count == 100 and found.label == "more than 100 messages match"
+    assert found.capped
+    assert found.count == 100
+    assert found.label == "more than 100 messages match"
     exact = matches("timeout", using="default", session_id="s001")
-    assert not exact.capped and exact.count == 3 and exact.label == "3 messages match"
+    assert not exact.capped
+    assert exact.count == 3
+    assert exact.label == "3 messages match"
     assert not matches("", using="default").valid
     assert matches('"unterminated', using="default").count == 0
 
@@ -97,4 +101,5 @@ def test_records_link_to_each_other(admin_client, db):
     assert 'href="/admin/agent_sessions/sessionrecord/chat-1/tree/?leaf=u3#msg-u3">u3</a>' in html
     overlay = Compaction.objects.get(session_id="chat-1")
     html = admin_client.get(f"{BASE}/compaction/{overlay.pk}/change/").content.decode()
-    assert 'tree/?leaf=u1#msg-u1">u1</a>' in html and 'tree/?leaf=a1#msg-a1">a1</a>' in html
+    assert 'tree/?leaf=u1#msg-u1">u1</a>' in html
+    assert 'tree/?leaf=a1#msg-a1">a1</a>' in html

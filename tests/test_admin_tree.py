@@ -33,7 +33,8 @@ def test_tree_shape_sizes_and_latest_leaves():
     assert tree.roots == ["a", "e"]  # a foreign/missing parent makes a root
     assert tree.kids("a") == ["b", "c"]
     assert tree.size == {"a": 4, "b": 2, "c": 1, "d": 1, "e": 1}
-    assert tree.latest_leaf_in["a"] == "d" and tree.latest_leaf().id == "e"
+    assert tree.latest_leaf_in["a"] == "d"
+    assert tree.latest_leaf().id == "e"
     assert [n.id for n in tree.leaves()] == ["e", "d", "c"]
     assert [n.id for n in tree.path_to("d")] == ["a", "b", "d"]
     assert tree.path_to("zzz") == []
@@ -83,9 +84,8 @@ def test_load_tree_and_fetch_contents_match_the_session(django_assert_num_querie
         tree = load_tree("tree-1")
     assert tree.latest_leaf().id == session.get_latest_leaf()["id"] == "a3"
     assert [n.id for n in tree.path_to("a3")] == ["u1", "a1", "u2", "a2", "u3", "a3"]
-    assert tree.nodes["a3"].depth == 6 and tree.nodes["a3"].path_tokens == sum(
-        tree.nodes[i].tokens for i in ["u1", "a1", "u2", "a2", "u3", "a3"]
-    )
+    assert tree.nodes["a3"].depth == 6
+    assert tree.nodes["a3"].path_tokens == sum(tree.nodes[i].tokens for i in ["u1", "a1", "u2", "a2", "u3", "a3"])
     seqs = [tree.nodes[i].seq for i in ("a1", "a2b")]
     with django_assert_num_queries(1):
         contents = fetch_contents(seqs)

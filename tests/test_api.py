@@ -55,7 +55,9 @@ def test_list_sessions_paginates_newest_first(api, bob_api):
     made = [api.new_session(f"s{i}") for i in range(3)]
     bob_api.new_session("not alice's")
     page = api.get("/sessions", limit=2).json()
-    assert page["count"] == 3 and page["limit"] == 2 and page["offset"] == 0
+    assert page["count"] == 3
+    assert page["limit"] == 2
+    assert page["offset"] == 0
     assert [s["id"] for s in page["items"]] == [made[2], made[1]]
     rest = api.get("/sessions", limit=2, offset=2).json()
     assert [s["id"] for s in rest["items"]] == [made[0]]
@@ -66,7 +68,9 @@ def test_list_page_size_is_capped(api, settings):
     for i in range(3):
         api.new_session(f"s{i}")
     page = api.get("/sessions", limit=50).json()
-    assert page["limit"] == 2 and len(page["items"]) == 2 and page["count"] == 3
+    assert page["limit"] == 2
+    assert len(page["items"]) == 2
+    assert page["count"] == 3
 
 
 def test_get_rename_delete(api):
@@ -75,7 +79,8 @@ def test_get_rename_delete(api):
     before = api.get(f"/sessions/{sid}").json()
     renamed = api.patch(f"/sessions/{sid}", {"name": "New"})
     assert renamed.status_code == 200
-    assert renamed.json()["name"] == "New" and renamed.json()["updated_at"] > before["updated_at"]
+    assert renamed.json()["name"] == "New"
+    assert renamed.json()["updated_at"] > before["updated_at"]
     assert api.delete(f"/sessions/{sid}").status_code == 204
     assert api.get(f"/sessions/{sid}").status_code == 404
     assert not Message.objects.filter(session_id=sid).exists()
@@ -104,7 +109,8 @@ def test_append_status_codes_and_duplicates(api):
 def test_append_unknown_parent_is_rejected_and_writes_nothing(api):
     sid = api.new_session()
     response = api.post(f"/sessions/{sid}/messages", {"message": ui("a"), "parent_id": "ghost"})
-    assert response.status_code == 404 and response.json()["code"] == "parent_not_found"
+    assert response.status_code == 404
+    assert response.json()["code"] == "parent_not_found"
     assert not Message.objects.filter(session_id=sid).exists()
 
 
@@ -132,7 +138,7 @@ def test_message_round_trips_unchanged(api):
 
 
 @pytest.mark.parametrize(
-    "message, code",
+    ("message", "code"),
     [
         ({"id": "a", "role": "user"}, "validation_error"),  # no parts
         ({"id": "a", "role": "user", "parts": "text"}, "validation_error"),
@@ -145,7 +151,8 @@ def test_invalid_messages_are_422(api, message, code):
     sid = api.new_session()
     response = api.post(f"/sessions/{sid}/messages", {"message": message})
     assert response.status_code == 422
-    assert response.json()["code"] == code and response.json()["errors"]
+    assert response.json()["code"] == code
+    assert response.json()["errors"]
     assert not Message.objects.filter(session_id=sid).exists()
 
 
@@ -153,9 +160,11 @@ def test_library_invalid_message_maps_to_422(api, settings):
     settings.AGENT_SESSIONS_MAX_MESSAGE_BYTES = 100
     sid = api.new_session()
     response = api.post(f"/sessions/{sid}/messages", {"message": ui("a", "x" * 500)})
-    assert response.status_code == 413 and response.json()["code"] == "message_too_large"  # a size limit
+    assert response.status_code == 413
+    assert response.json()["code"] == "message_too_large"
     nan = api.post(f"/sessions/{sid}/messages", raw='{"message": {"id": "n", "role": "user", "parts": [NaN]}}')
-    assert nan.status_code == 422 and nan.json()["code"] == "invalid_message"
+    assert nan.status_code == 422
+    assert nan.json()["code"] == "invalid_message"
 
 
 def test_upsert_inserts_then_replaces_in_place(api):
@@ -163,9 +172,11 @@ def test_upsert_inserts_then_replaces_in_place(api):
     api.append(sid, "a")
     api.append(sid, "b")
     created = api.put(f"/sessions/{sid}/messages", {"message": ui("c"), "parent_id": "a"})
-    assert created.status_code == 201 and created.json() == {"id": "c", "inserted": True}
+    assert created.status_code == 201
+    assert created.json() == {"id": "c", "inserted": True}
     replaced = api.put(f"/sessions/{sid}/messages", {"message": ui("b", "edited")})
-    assert replaced.status_code == 200 and replaced.json() == {"id": "b", "inserted": False}
+    assert replaced.status_code == 200
+    assert replaced.json() == {"id": "b", "inserted": False}
     assert api.get(f"/sessions/{sid}/messages/b").json()["parts"][0]["text"] == "edited"
     assert Message.objects.get(session_id=sid, message_id="b").parent_id == "a"
 
@@ -174,7 +185,8 @@ def test_update_message_reindexes_search(api):
     sid = api.new_session()
     api.append(sid, "a", "original wording")
     response = api.put(f"/sessions/{sid}/messages/a", ui("a", "zebra crossing"))
-    assert response.status_code == 200 and response.json()["parts"][0]["text"] == "zebra crossing"
+    assert response.status_code == 200
+    assert response.json()["parts"][0]["text"] == "zebra crossing"
     assert ids(api.get(f"/sessions/{sid}/search", q="zebra").json()["results"]) == ["a"]
     assert api.get(f"/sessions/{sid}/search", q="original").json()["results"] == []
 
@@ -183,9 +195,11 @@ def test_update_errors(api):
     sid = api.new_session()
     api.append(sid, "a")
     mismatch = api.put(f"/sessions/{sid}/messages/a", ui("b"))
-    assert mismatch.status_code == 422 and mismatch.json()["code"] == "id_mismatch"
+    assert mismatch.status_code == 422
+    assert mismatch.json()["code"] == "id_mismatch"
     missing = api.put(f"/sessions/{sid}/messages/zz", ui("zz"))  # PUT stores a new message (child of the leaf)
-    assert missing.status_code == 201 and missing["Location"].endswith(f"/sessions/{sid}/messages/zz")
+    assert missing.status_code == 201
+    assert missing["Location"].endswith(f"/sessions/{sid}/messages/zz")
     assert api.get(f"/sessions/{sid}/history").json()["messages"][-1]["id"] == "zz"
 
 
@@ -194,7 +208,8 @@ def test_get_message_with_slashes_and_unknown(api):
     api.append(sid, "tool/call 1")
     assert api.get(f"/sessions/{sid}/messages/tool/call%201").json()["id"] == "tool/call 1"
     response = api.get(f"/sessions/{sid}/messages/nope")
-    assert response.status_code == 404 and response.json() == {
+    assert response.status_code == 404
+    assert response.json() == {
         "detail": "No such message.",
         "code": "message_not_found",
     }
@@ -205,7 +220,8 @@ def test_bulk_delete_keeps_children_as_roots(api):
     for mid in ("a", "b", "c"):
         api.append(sid, mid)
     response = api.post(f"/sessions/{sid}/delete-messages", {"ids": ["b", "unknown"]})
-    assert response.status_code == 200 and response.json() == {"deleted": 1}
+    assert response.status_code == 200
+    assert response.json() == {"deleted": 1}
     assert ids(api.get(f"/sessions/{sid}/history").json()["messages"]) == ["c"]
 
 
@@ -223,7 +239,8 @@ def test_history_branches_leaf_and_path_length(api):
     assert api.get(f"/sessions/{sid}/path-length", leaf_id="u2").json() == {"length": 3}
     for path in ("history", "path-length"):
         unknown = api.get(f"/sessions/{sid}/{path}", leaf_id="ghost")
-        assert unknown.status_code == 404 and unknown.json()["code"] == "message_not_found"
+        assert unknown.status_code == 404
+        assert unknown.json()["code"] == "message_not_found"
     assert api.get(f"/sessions/{sid}/branches", message_id="ghost").status_code == 404
     assert api.get(f"/sessions/{sid}/branches").status_code == 422  # message_id is required
 
@@ -252,7 +269,8 @@ def test_cross_session_search_sees_only_own_sessions(api, bob_api, staff_api):
     results = api.get("/search", q="pelican", limit=5).json()["results"]
     assert [(r["id"], r["session_id"]) for r in results] == [("m1", mine)]
     staff = staff_api.get("/search", q="pelican", limit=100).json()["results"]
-    assert {r["session_id"] for r in staff} == {mine, theirs} and len(staff) == 31
+    assert {r["session_id"] for r in staff} == {mine, theirs}
+    assert len(staff) == 31
 
 
 @pytest.mark.parametrize("query", ['"unbalanced', "OR OR -", "a AND (b", "*", "'; DROP TABLE x; --", "   "])
@@ -281,7 +299,8 @@ def test_fork(api, alice):
     texts = [m["parts"][0]["text"] for m in api.get(f"/sessions/{fork['id']}/history").json()["messages"]]
     assert texts == ["u1 words", "a1 words"]
     missing = api.post(f"/sessions/{sid}/fork", {"at_message_id": "ghost", "name": "x"})
-    assert missing.status_code == 404 and SessionRecord.objects.count() == 2
+    assert missing.status_code == 404
+    assert SessionRecord.objects.count() == 2
 
 
 def test_compact_and_split(api, alice):
@@ -323,14 +342,17 @@ def test_compact_is_async_with_a_status(api, custom_config):
     response = api.post(f"/sessions/{sid}/compact", {})
     assert response.status_code == 202
     body = response.json()
-    assert body["session_id"] == sid and body["status_url"] == f"/api/sessions/{sid}/compaction-status"
+    assert body["session_id"] == sid
+    assert body["status_url"] == f"/api/sessions/{sid}/compaction-status"
     # Celery is eager in the tests, so the job has already finished.
     status = api.get(f"/sessions/{sid}/compact").json()
-    assert status["status"] == "succeeded" and status["error"] == ""
+    assert status["status"] == "succeeded"
+    assert status["error"] == ""
     [overlay] = api.get(f"/sessions/{sid}/compactions").json()["compactions"]
     assert overlay["from_message_id"] == "m1"
     history = api.get(f"/sessions/{sid}/history").json()["messages"]
-    assert history[0]["id"] == "m0" and history[1]["id"] == f"compaction_{overlay['id']}"
+    assert history[0]["id"] == "m0"
+    assert history[1]["id"] == f"compaction_{overlay['id']}"
     assert len(history) < 8
 
 
@@ -348,7 +370,8 @@ def test_compact_without_compaction_function_is_409(api, plain_config):
     sid = api.new_session()
     api.append(sid, "a")
     response = api.post(f"/sessions/{sid}/compact")
-    assert response.status_code == 409 and response.json()["code"] == "compaction_not_configured"
+    assert response.status_code == 409
+    assert response.json()["code"] == "compaction_not_configured"
 
 
 def test_add_and_list_compactions(api):
@@ -378,9 +401,11 @@ def test_context_blocks(api, custom_config):
     ]
     assert api.get(f"/sessions/{sid}/context/soul").json()["content"] == "You are helpful."
     replaced = api.put(f"/sessions/{sid}/context/memory", {"content": "likes tea"})
-    assert replaced.status_code == 200 and replaced.json()["content"] == "likes tea"
+    assert replaced.status_code == 200
+    assert replaced.json()["content"] == "likes tea"
     appended = api.post(f"/sessions/{sid}/context/memory/append", {"content": "lives in Kyoto"}).json()
-    assert appended["content"] == "likes tea\nlives in Kyoto" and appended["tokens"] > 0
+    assert appended["content"] == "likes tea\nlives in Kyoto"
+    assert appended["tokens"] > 0
     # Stored under the session's namespace.
     assert ContextBlockRecord.objects.get(label=f"memory_{sid}").content == "likes tea\nlives in Kyoto"
 
@@ -388,17 +413,20 @@ def test_context_blocks(api, custom_config):
 def test_context_block_errors(api, custom_config):
     sid = api.new_session()
     readonly = api.put(f"/sessions/{sid}/context/soul", {"content": "evil"})
-    assert readonly.status_code == 409 and readonly.json()["code"] == "context_read_only"
+    assert readonly.status_code == 409
+    assert readonly.json()["code"] == "context_read_only"
     api.put(f"/sessions/{sid}/context/memory", {"content": "short"})
     too_large = api.put(f"/sessions/{sid}/context/memory", {"content": "word " * 500})
-    assert too_large.status_code == 422 and too_large.json()["code"] == "context_too_large"
+    assert too_large.status_code == 422
+    assert too_large.json()["code"] == "context_too_large"
     assert api.get(f"/sessions/{sid}/context/memory").json()["content"] == "short"
     for response in (
         api.get(f"/sessions/{sid}/context/nope"),
         api.put(f"/sessions/{sid}/context/nope", {"content": "x"}),
         api.post(f"/sessions/{sid}/context/nope/append", {"content": "x"}),
     ):
-        assert response.status_code == 404 and response.json()["code"] == "context_block_not_found"
+        assert response.status_code == 404
+        assert response.json()["code"] == "context_block_not_found"
 
 
 def test_context_blocks_are_per_session(api, custom_config):
@@ -417,11 +445,14 @@ def test_freeze_and_refresh_system_prompt(api, custom_config):
     sid = api.new_session()
     api.put(f"/sessions/{sid}/context/memory", {"content": "likes tea"})
     frozen = api.post(f"/sessions/{sid}/system-prompt/freeze").json()["prompt"]
-    assert "SOUL" in frozen and "You are helpful." in frozen and "likes tea" in frozen
+    assert "SOUL" in frozen
+    assert "You are helpful." in frozen
+    assert "likes tea" in frozen
     api.put(f"/sessions/{sid}/context/memory", {"content": "likes coffee"})
     assert api.post(f"/sessions/{sid}/system-prompt/freeze").json()["prompt"] == frozen
     refreshed = api.post(f"/sessions/{sid}/system-prompt/refresh").json()["prompt"]
-    assert "likes coffee" in refreshed and "likes tea" not in refreshed
+    assert "likes coffee" in refreshed
+    assert "likes tea" not in refreshed
 
 
 # ── tools ───────────────────────────────────────────────────────────
@@ -440,7 +471,8 @@ def test_execute_tools(api, bob_api, custom_config):
     bob_api.append(theirs, "b", "bob's secret kiwi note")
     written = api.post(f"/sessions/{sid}/tools/set_context", {"arguments": {"label": "memory", "content": "x y"}})
     assert written.status_code == 200
-    assert written.json()["name"] == "set_context" and written.json()["result"].startswith("Written to memory.")
+    assert written.json()["name"] == "set_context"
+    assert written.json()["result"].startswith("Written to memory.")
     assert api.get(f"/sessions/{sid}/context/memory").json()["content"] == "x y"
     found = api.post(f"/sessions/{sid}/tools/session_search", {"arguments": {"query": "kiwi"}}).json()["result"]
     assert found == "[user] my own kiwi note"  # bob's message is not visible
@@ -455,5 +487,6 @@ def test_openapi_schema_and_docs(anon):
     schema = anon.client.get("/api/openapi.json")
     assert schema.status_code == 200
     paths = schema.json()["paths"]
-    assert "/api/sessions/{session_id}/messages" in paths and "/api/search" in paths
+    assert "/api/sessions/{session_id}/messages" in paths
+    assert "/api/search" in paths
     assert anon.client.get("/api/docs").status_code == 200

@@ -125,7 +125,9 @@ def test_route_table_covers_every_session_operation():
     assert documented == covered
 
 
-@pytest.mark.parametrize("method, path, body", SESSION_ROUTES, ids=[f"{m} {p or '/'}" for m, p, _ in SESSION_ROUTES])
+@pytest.mark.parametrize(
+    ("method", "path", "body"), SESSION_ROUTES, ids=[f"{m} {p or '/'}" for m, p, _ in SESSION_ROUTES]
+)
 def test_another_owner_gets_404_and_changes_nothing(bob_api, alices_session, method, path, body):
     before = (
         list(Message.objects.filter(session_id=alices_session).values_list("message_id", "content")),
@@ -143,7 +145,9 @@ def test_another_owner_gets_404_and_changes_nothing(bob_api, alices_session, met
     assert after == before
 
 
-@pytest.mark.parametrize("method, path, body", SESSION_ROUTES, ids=[f"{m} {p or '/'}" for m, p, _ in SESSION_ROUTES])
+@pytest.mark.parametrize(
+    ("method", "path", "body"), SESSION_ROUTES, ids=[f"{m} {p or '/'}" for m, p, _ in SESSION_ROUTES]
+)
 def test_unauthenticated_gets_401_on_every_route(anon, alices_session, method, path, body):
     response = call(anon, method, f"/sessions/{alices_session}{path}", body)
     assert response.status_code == 401
@@ -183,13 +187,17 @@ def test_sessions_without_owner_are_staff_only(api, staff_api):
 )
 def test_bad_credentials_are_401(header):
     response = Client().get("/api/sessions", headers={"Authorization": header})
-    assert response.status_code == 401 and response.json()["code"] == "not_authenticated"
+    assert response.status_code == 401
+    assert response.json()["code"] == "not_authenticated"
 
 
 def test_key_storage_and_revocation(alice):
     key, token = ApiKey.issue(alice, "ci")
-    assert token.startswith("ask_") and len(token) >= 40
-    assert key.prefix == token[:12] and key.hashed_secret == hash_token(token) and token not in key.hashed_secret
+    assert token.startswith("ask_")
+    assert len(token) >= 40
+    assert key.prefix == token[:12]
+    assert key.hashed_secret == hash_token(token)
+    assert token not in key.hashed_secret
     client = Api(token)
     assert client.get("/sessions").status_code == 200
     key.refresh_from_db()
@@ -225,7 +233,8 @@ def test_create_api_key_command(alice):
     call_command("create_api_key", "alice", "--name", "laptop", stdout=out, stderr=err)
     token = out.getvalue().strip()
     key = ApiKey.objects.get(owner=alice)
-    assert key.name == "laptop" and key.hashed_secret == hash_token(token)
+    assert key.name == "laptop"
+    assert key.hashed_secret == hash_token(token)
     assert key.prefix in err.getvalue()
     assert Api(token).get("/sessions").status_code == 200
     with pytest.raises(CommandError, match="No user named"):
@@ -256,7 +265,8 @@ def test_login_session_needs_csrf_for_writes(alice):
     client = Client(enforce_csrf_checks=True)
     client.force_login(alice)
     refused = client.post("/api/sessions", data='{"name": "x"}', content_type="application/json")
-    assert refused.status_code == 403 and refused.json()["code"] == "csrf_failed"
+    assert refused.status_code == 403
+    assert refused.json()["code"] == "csrf_failed"
     client.get("/admin/login/")  # sets the csrftoken cookie
     token = client.cookies["csrftoken"].value
     created = client.post(

@@ -17,7 +17,9 @@ def assert_error(response, status: int, code: str) -> dict:
     assert response.status_code == status, response.content
     assert response["Content-Type"].startswith("application/json")
     body = response.json()
-    assert body["code"] == code and isinstance(body["detail"], str) and body["detail"]
+    assert body["code"] == code
+    assert isinstance(body["detail"], str)
+    assert body["detail"]
     return body
 
 
@@ -34,7 +36,8 @@ def assert_error(response, status: int, code: str) -> dict:
 def test_wrong_types_are_422_with_details(api, body):
     sid = api.new_session()
     error = assert_error(api.patch(f"/sessions/{sid}", body), 422, "validation_error")
-    assert error["errors"] and all({"loc", "msg", "type"} <= set(e) for e in error["errors"])
+    assert error["errors"]
+    assert all({"loc", "msg", "type"} <= set(e) for e in error["errors"])
     assert SessionRecord.objects.get(id=sid).name == "Chat"
 
 

@@ -28,7 +28,8 @@ def assert_error(response, status: int, code: str | None = None) -> dict:
     assert response["Content-Type"].startswith("application/json"), response["Content-Type"]
     body = response.json()
     assert isinstance(body, dict) and isinstance(body["detail"], str) and body["detail"], body
-    assert isinstance(body["code"], str) and body["code"]
+    assert isinstance(body["code"], str)
+    assert body["code"]
     if code is not None:
         assert body["code"] == code, body
     return body
@@ -76,7 +77,7 @@ SURROGATE_CASES = [
 
 
 @pytest.mark.parametrize(
-    "method, path, template", SURROGATE_CASES, ids=[f"{m} {p} {t[:20]}" for m, p, t in SURROGATE_CASES]
+    ("method", "path", "template"), SURROGATE_CASES, ids=[f"{m} {p} {t[:20]}" for m, p, t in SURROGATE_CASES]
 )
 def test_lone_surrogates_are_422_and_write_nothing(api, sid, method, path, template):
     """curl -H "$H" -H 'Content-Type: application/json' -d '{"name":"\\ud800"}' $B/sessions  → 422, nothing stored."""
@@ -88,7 +89,7 @@ def test_lone_surrogates_are_422_and_write_nothing(api, sid, method, path, templ
 
 
 @pytest.mark.parametrize(
-    "method, path, body",
+    ("method", "path", "body"),
     [
         ("post", "/sessions", {"name": "a\x00b"}),
         ("post", "/sessions", {"source": "\x00"}),
@@ -178,7 +179,7 @@ def test_null_body_is_422_where_it_was_read_as_empty(api, sid, path):
 
 # ── bullet 4: every error in the JSON shape; 415; documented in OpenAPI ───────────────────────
 @pytest.mark.parametrize(
-    "method, path, allow",
+    ("method", "path", "allow"),
     [
         ("delete", "/sessions", "GET, POST"),
         ("patch", "/sessions/{sid}/messages/m1", "DELETE, GET, PUT"),
@@ -213,7 +214,8 @@ def test_404_is_json_everywhere_under_the_prefix(api, url):
 def test_outside_the_prefix_django_keeps_its_own_pages(api):
     """curl $ROOT/nope  → Django's own 404 (the middleware only touches the API)."""
     response = api.client.get("/nope")
-    assert response.status_code == 404 and "json" not in response["Content-Type"]
+    assert response.status_code == 404
+    assert "json" not in response["Content-Type"]
 
 
 def test_414_is_json(api):
@@ -250,7 +252,8 @@ def test_openapi_documents_every_error_status_with_the_error_schema():
             ref = operation["responses"]["405"]["content"]["application/json"]["schema"]["$ref"]
             assert ref.endswith("/ErrorOut")
     conditional = schema["paths"]["/api/sessions/{session_id}/messages/{message_id}"]
-    assert "412" in conditional["put"]["responses"] and "412" in conditional["delete"]["responses"]
+    assert "412" in conditional["put"]["responses"]
+    assert "412" in conditional["delete"]["responses"]
     assert "412" in schema["paths"]["/api/sessions/{session_id}"]["patch"]["responses"]
 
 
@@ -323,9 +326,11 @@ def test_list_messages_every_branch_paginated(api, sid):
 def test_recent_history(api, sid):
     """curl -H "$H" "$B/sessions/$S/recent-history?max_content_bytes=1"  → the last message, truncated."""
     recent = api.get(f"/sessions/{sid}/recent-history", max_content_bytes=1).json()
-    assert [m["id"] for m in recent["messages"]] == ["m2"] and recent["truncated"] is True
+    assert [m["id"] for m in recent["messages"]] == ["m2"]
+    assert recent["truncated"] is True
     whole = api.get(f"/sessions/{sid}/recent-history", max_content_bytes=10**6).json()
-    assert [m["id"] for m in whole["messages"]] == ["m1", "m2"] and whole["truncated"] is False
+    assert [m["id"] for m in whole["messages"]] == ["m1", "m2"]
+    assert whole["truncated"] is False
     assert whole["total_content_bytes"] > 0
     assert_error(api.get(f"/sessions/{sid}/recent-history"), 422, "validation_error")
 
@@ -338,11 +343,13 @@ def test_fork_mapping_and_children(api, sid):
     fid = fork.json()["id"]
     assert fork["Location"] == f"/api/sessions/{fid}"
     mapping = api.get(f"/sessions/{fid}/fork-mapping").json()
-    assert mapping["parent_session_id"] == sid and set(mapping["mapping"]) == {"m1", "m2"}
+    assert mapping["parent_session_id"] == sid
+    assert set(mapping["mapping"]) == {"m1", "m2"}
     copied = {m["id"] for m in api.get(f"/sessions/{fid}/history").json()["messages"]}
     assert set(mapping["mapping"].values()) == copied
     children = api.get(f"/sessions/{sid}/children").json()
-    assert [s["id"] for s in children["items"]] == [fid] and children["count"] == 1
+    assert [s["id"] for s in children["items"]] == [fid]
+    assert children["count"] == 1
     assert api.get(f"/sessions/{sid}/fork-mapping").json()["mapping"] == {}
 
 
@@ -370,7 +377,8 @@ def test_end_a_session_without_splitting(api, sid):
     """curl -H "$H" -H 'Content-Type: application/json' -d '{"reason":"done"}' $B/sessions/$S/end  → 200;
     appends are 409 after it."""
     ended = api.post(f"/sessions/{sid}/end", {"reason": "done"})
-    assert ended.status_code == 200 and ended.json()["end_reason"] == "done"
+    assert ended.status_code == 200
+    assert ended.json()["end_reason"] == "done"
     assert SessionRecord.objects.count() == 1  # no continuation
     assert_error(api.post(f"/sessions/{sid}/messages", {"message": ui("m3")}), 409, "session_ended")
     assert_error(api.post(f"/sessions/{sid}/end", {}), 409, "session_ended")
@@ -394,7 +402,8 @@ def test_filter_sessions(api, bob_api):
     assert ids(name_contains="kyo") == {a, c}
     assert ids(name="Osaka") == {b}
     assert ids(model="gpt") == {a, b}
-    assert ids(ended="true") == {b} and ids(ended="false") == {a, c}
+    assert ids(ended="true") == {b}
+    assert ids(ended="false") == {a, c}
     assert ids(created_after="2000-01-01T00:00:00Z") == {a, b, c}
     assert ids(created_before="2000-01-01T00:00:00Z") == set()
     assert ids(updated_before="0005-08-26T22:58:50+17:20") == set()  # an offset Postgres itself would refuse
@@ -405,7 +414,7 @@ def test_filter_sessions(api, bob_api):
 
 
 @pytest.mark.parametrize(
-    "path, key",
+    ("path", "key"),
     [
         ("/history", "messages"),
         ("/branches?message_id=m1", "messages"),
@@ -428,7 +437,8 @@ def test_pagination_with_totals(api, custom_config, path, key):
     whole = api.get(f"/sessions/{sid}{url}", **params).json()
     assert whole["count"] == len(whole[key]) >= 2
     page = api.get(f"/sessions/{sid}{url}", limit=1, offset=1, **params).json()
-    assert page[key] == whole[key][1:2] and page["count"] == whole["count"]
+    assert page[key] == whole[key][1:2]
+    assert page["count"] == whole["count"]
     assert (page["limit"], page["offset"]) == (1, 1)
 
 
@@ -438,7 +448,9 @@ def test_search_offset(api, sid):
         api.append(sid, f"s{i}", f"apples number {i}")
     whole = api.get(f"/sessions/{sid}/search", q="apples").json()["results"]
     second = api.get(f"/sessions/{sid}/search", q="apples", limit=1, offset=1).json()
-    assert len(whole) == 3 and second["results"] == whole[1:2] and second["offset"] == 1
+    assert len(whole) == 3
+    assert second["results"] == whole[1:2]
+    assert second["offset"] == 1
     across = api.get("/search", q="apples", limit=2, offset=2).json()["results"]
     assert [h["id"] for h in across] == [h["id"] for h in api.get("/search", q="apples").json()["results"][2:4]]
 
@@ -469,12 +481,15 @@ def test_put_message_is_an_upsert_keyed_by_the_path(api, sid):
     """curl -X PUT -H "$H" -H 'Content-Type: application/json' -d '{"id":"n","role":"user","parts":[]}'
     $B/sessions/$S/messages/n  → 201 + Location, then 200."""
     created = api.put(f"/sessions/{sid}/messages/n", {"id": "n", "role": "user", "parts": []})
-    assert created.status_code == 201 and created["Location"] == f"/api/sessions/{sid}/messages/n"
+    assert created.status_code == 201
+    assert created["Location"] == f"/api/sessions/{sid}/messages/n"
     assert Message.objects.get(session_id=sid, message_id="n").parent_id == "m2"
     replaced = api.put(f"/sessions/{sid}/messages/n", ui("n", "now with text"))
-    assert replaced.status_code == 200 and "Location" not in replaced
+    assert replaced.status_code == 200
+    assert "Location" not in replaced
     rooted = api.put(f"/sessions/{sid}/messages/r?parent_id=m1", ui("r"))
-    assert rooted.status_code == 201 and Message.objects.get(session_id=sid, message_id="r").parent_id == "m1"
+    assert rooted.status_code == 201
+    assert Message.objects.get(session_id=sid, message_id="r").parent_id == "m1"
     assert_error(api.put(f"/sessions/{sid}/messages/q?parent_id=nope", ui("q")), 404, "message_not_found")
 
 
@@ -493,7 +508,8 @@ def test_etag_and_if_match_on_a_message(api, sid):
     """curl -X PUT -H "$H" -H 'If-Match: "stale"' -d '{…}' $B/sessions/$S/messages/m1  → 412, unchanged."""
     first = api.get(f"/sessions/{sid}/messages/m1")
     tag = first["ETag"]
-    assert tag.startswith('"') and api.get(f"/sessions/{sid}/messages/m1")["ETag"] == tag
+    assert tag.startswith('"')
+    assert api.get(f"/sessions/{sid}/messages/m1")["ETag"] == tag
     before = snapshot()
     stale = api.client.put(
         f"/api/sessions/{sid}/messages/m1",
@@ -509,7 +525,8 @@ def test_etag_and_if_match_on_a_message(api, sid):
         content_type="application/json",
         headers={**api.headers, "If-Match": tag},
     )
-    assert fresh.status_code == 200 and fresh["ETag"] != tag
+    assert fresh.status_code == 200
+    assert fresh["ETag"] != tag
     # The old tag is stale now, for PUT and DELETE alike.
     again = api.client.delete(f"/api/sessions/{sid}/messages/m1", headers={**api.headers, "If-Match": tag})
     assert_error(again, 412, "precondition_failed")
@@ -536,7 +553,8 @@ def test_etag_and_if_match_on_a_session(api, sid):
         )
 
     renamed = rename("First", tag)
-    assert renamed.status_code == 200 and renamed["ETag"] != tag
+    assert renamed.status_code == 200
+    assert renamed["ETag"] != tag
     assert_error(rename("Second", tag), 412, "precondition_failed")
     assert SessionRecord.objects.get(id=sid).name == "First"
     assert rename("Third", renamed["ETag"]).status_code == 200
@@ -578,7 +596,8 @@ def test_status_says_nothing_to_compact(api, custom_config):
     api.append(sid, "only", "one short message")
     api.post(f"/sessions/{sid}/compaction-requests")
     status = api.get(f"/sessions/{sid}/compaction-status").json()
-    assert status["status"] == "nothing_to_compact" and status["finished_at"] is not None
+    assert status["status"] == "nothing_to_compact"
+    assert status["finished_at"] is not None
     assert Compaction.objects.filter(session_id=sid).count() == 0
 
 

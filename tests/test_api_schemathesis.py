@@ -82,7 +82,7 @@ def _point_at_real_messages(case) -> None:
 MESSAGE_ID_FIELDS = ("at_message_id", "from_message_id", "to_message_id", "leaf_id", "parent_id")
 
 
-@pytest.mark.parametrize("method, path", OPERATIONS, ids=[f"{m} {p}" for m, p in OPERATIONS])
+@pytest.mark.parametrize(("method", "path"), OPERATIONS, ids=[f"{m} {p}" for m, p in OPERATIONS])
 def test_operation_conforms_to_schema(live_server, fuzzer, method, path):
     user, token = fuzzer
     schema = schemathesis.openapi.from_url(f"{live_server.url}/api/openapi.json")
@@ -110,7 +110,8 @@ def test_operation_conforms_to_schema(live_server, fuzzer, method, path):
         statuses.add(response.status_code)
 
     check()
-    assert statuses and max(statuses) < 500
+    assert statuses
+    assert max(statuses) < 500
 
 
 @pytest.mark.e2e

@@ -209,11 +209,13 @@ def test_failure_reaches_the_handler_is_recorded_and_the_message_stays(session):
     chain(session, 6, words=10)
     assert session.append_message(msg("last")) is True
     assert session.get_message("last") is not None
-    assert errors and isinstance(errors[0], ValueError)
+    assert errors
+    assert isinstance(errors[0], ValueError)
     record = job(session.session_id)
     assert record.status == "failed"
     assert "ValueError: summariser broke" in record.last_error
-    assert record.lease_until is None and record.finished_at is not None
+    assert record.lease_until is None
+    assert record.finished_at is not None
 
 
 def test_a_failing_handler_is_swallowed_and_logged(session, caplog):
@@ -235,7 +237,8 @@ def test_async_handler_is_awaited(session):
 
     session.on_compaction(reference(failing(KeyError("k")))).compact_after(50).on_compaction_error(handler)
     chain(session, 6, words=10)
-    assert errors and isinstance(errors[0], KeyError)
+    assert errors
+    assert isinstance(errors[0], KeyError)
 
 
 def test_database_error_inside_the_callers_transaction_does_not_break_it(session):
@@ -283,7 +286,8 @@ def test_custom_storage_compacts_inline_with_a_process_lock():
     session = Session.create(MemoryStorage()).on_compaction(reference()).compact_after(50)
     session.on_compaction_error(errors.append)
     chain(session, 6, words=10)
-    assert len(session.get_compactions()) >= 1 and errors == []
+    assert len(session.get_compactions()) >= 1
+    assert errors == []
     lock = jobs._local_lock(session)
     with lock:  # held elsewhere: the next check skips
         before = len(session.get_compactions())
@@ -307,7 +311,8 @@ def test_named_session_compacts_through_the_task(session_id):
     assert overlay.summary == "FAST SUMMARY"
     status = jobs.get_compaction_status(session_id)
     assert (status["status"], status["config_name"], status["attempts"]) == ("succeeded", "tests-fast", 1)
-    assert status["last_error"] == "" and status["finished_at"] >= status["started_at"]
+    assert status["last_error"] == ""
+    assert status["finished_at"] >= status["started_at"]
 
 
 def test_running_the_task_twice_is_idempotent(session_id):
@@ -315,7 +320,8 @@ def test_running_the_task_twice_is_idempotent(session_id):
     chain(plain, 8, words=10)
     first = jobs.compact_session.apply(args=(sessions_registry.FAST, session_id)).get()
     second = jobs.compact_session.apply(args=(sessions_registry.FAST, session_id)).get()
-    assert first["status"] == "succeeded" and second["status"] == "idle"
+    assert first["status"] == "succeeded"
+    assert second["status"] == "idle"
     assert len(plain.get_compactions()) == 1
 
 
@@ -349,7 +355,8 @@ def over_threshold_then_trigger(session_id):
 def test_exhausted_retries_are_recorded_and_reported(session_id):
     sessions_registry.FAILURES.extend([OperationalError("down")] * 2)
     session = over_threshold_then_trigger(session_id)
-    assert session.get_message("trigger") is not None and session.get_compactions() == []
+    assert session.get_message("trigger") is not None
+    assert session.get_compactions() == []
     record = job(session_id)
     assert (record.status, record.attempts) == ("failed", 2)
     assert "OperationalError: down" in record.last_error
@@ -387,9 +394,11 @@ def test_enqueue_failure_keeps_the_job_pending_and_the_sweeper_retries(session_i
     monkeypatch.setattr(jobs.compact_session, "apply_async", broker_down)
     session = named(session_id)
     chain(session, 8, words=10)
-    assert session.get_message("m7") is not None and session.get_compactions() == []
+    assert session.get_message("m7") is not None
+    assert session.get_compactions() == []
     record = job(session_id)
-    assert record.status == "pending" and "enqueue failed: ConnectionError" in record.last_error
+    assert record.status == "pending"
+    assert "enqueue failed: ConnectionError" in record.last_error
     assert any(isinstance(e, ConnectionError) for e in sessions_registry.ERRORS)
     assert record.enqueued_at is None  # nothing reached the broker
     monkeypatch.undo()
@@ -410,7 +419,8 @@ def test_enqueue_compaction_compacts_now_and_reports_status(session_id):
     chain(plain, 7)  # under the threshold: a manual request compacts anyway
     assert named(session_id)._estimate_tokens() < sessions_registry.THRESHOLD
     record = jobs.enqueue_compaction(sessions_registry.FAST, session_id)
-    assert isinstance(record, CompactionJob) and record.status == "succeeded"
+    assert isinstance(record, CompactionJob)
+    assert record.status == "succeeded"
     assert len(plain.get_compactions()) == 1
     status = jobs.get_compaction_status(session_id)
     assert set(status) == {
@@ -428,7 +438,8 @@ def test_enqueue_compaction_compacts_now_and_reports_status(session_id):
         "enqueued_at",
         "updated_at",
     }
-    assert record.outcome == "published" and status["holder"] == ""  # released: no holder left
+    assert record.outcome == "published"
+    assert status["holder"] == ""
     assert jobs.enqueue_compaction(sessions_registry.FAST, session_id, force=False).status == "idle"
 
 
@@ -437,7 +448,8 @@ def test_a_request_joins_a_queued_one(session_id, monkeypatch):
     monkeypatch.setattr(jobs.compact_session, "apply_async", lambda *a, **k: sent.append(a))
     jobs.enqueue_compaction(sessions_registry.FAST, session_id)
     jobs.enqueue_compaction(sessions_registry.FAST, session_id)
-    assert len(sent) == 1 and job(session_id).status == "pending"
+    assert len(sent) == 1
+    assert job(session_id).status == "pending"
 
 
 def test_status_of_an_unknown_session_is_idle():

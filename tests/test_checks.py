@@ -52,8 +52,10 @@ def test_sqlite_without_fts5_is_an_error(monkeypatch):
     monkeypatch.setattr(checks, "database_engines", lambda: SQLITE)
     monkeypatch.setattr(checks, "sqlite_has_fts5", lambda: False)
     (error,) = checks.check_sqlite_fts5()
-    assert error.id == "agent_sessions.E010" and error.level == django_checks.ERROR
-    assert "default" in error.msg and "FTS5" in error.hint
+    assert error.id == "agent_sessions.E010"
+    assert error.level == django_checks.ERROR
+    assert "default" in error.msg
+    assert "FTS5" in error.hint
 
 
 def test_fts5_check_is_quiet_with_fts5_or_without_sqlite(monkeypatch):
@@ -70,13 +72,15 @@ def test_fts5_check_is_quiet_with_fts5_or_without_sqlite(monkeypatch):
 @override_settings(DEBUG=False, CELERY_TASK_ALWAYS_EAGER=True, CELERY_BROKER_URL="memory://")
 def test_eager_celery_with_debug_off():
     (warning,) = checks.check_celery_production()
-    assert warning.id == "agent_sessions.W010" and "CELERY_BROKER_URL" in warning.hint
+    assert warning.id == "agent_sessions.W010"
+    assert "CELERY_BROKER_URL" in warning.hint
 
 
 @override_settings(DEBUG=False, CELERY_TASK_ALWAYS_EAGER=False, CELERY_BROKER_URL="memory://")
 def test_memory_broker_with_debug_off():
     (warning,) = checks.check_celery_production()
-    assert warning.id == "agent_sessions.W011" and "worker" in warning.hint
+    assert warning.id == "agent_sessions.W011"
+    assert "worker" in warning.hint
 
 
 @pytest.mark.parametrize(
@@ -107,7 +111,8 @@ def test_pgtrigger_missing_on_postgres(monkeypatch):
     monkeypatch.setattr(checks, "database_engines", lambda: POSTGRES)
     monkeypatch.setattr(apps, "is_installed", lambda name: False if name == "pgtrigger" else real(name))
     (warning,) = checks.check_pgtrigger_installed()
-    assert warning.id == "agent_sessions.W012" and '"pgtrigger"' in warning.hint
+    assert warning.id == "agent_sessions.W012"
+    assert '"pgtrigger"' in warning.hint
     monkeypatch.setattr(checks, "database_engines", lambda: SQLITE)
     assert checks.check_pgtrigger_installed() == []
 
@@ -124,7 +129,8 @@ def test_pgtrigger_installed(monkeypatch):
 def test_summarizer_without_key():
     (warning,) = checks.check_summarizer_api_key()
     assert warning.id == "agent_sessions.W013"
-    assert "api.openai.com" in warning.msg and "AGENT_SESSIONS_SUMMARIZER_API_KEY" in warning.hint
+    assert "api.openai.com" in warning.msg
+    assert "AGENT_SESSIONS_SUMMARIZER_API_KEY" in warning.hint
 
 
 @pytest.mark.parametrize(
@@ -154,7 +160,9 @@ def test_sqlite_without_immediate_transactions_warns(monkeypatch):
         },
     )
     (warning,) = checks.check_sqlite_transaction_mode()
-    assert warning.id == "agent_sessions.W014" and "deferred" in warning.msg and "IMMEDIATE" in warning.hint
+    assert warning.id == "agent_sessions.W014"
+    assert "deferred" in warning.msg
+    assert "IMMEDIATE" in warning.hint
 
 
 def test_sqlite_transaction_mode_check_quiet_when_immediate_or_postgres(monkeypatch):

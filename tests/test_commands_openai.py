@@ -57,7 +57,8 @@ def transcript(tmp_path):
 
 def test_transcript_becomes_a_session(transcript):
     out, err = run(transcript(TRANSCRIPT, "kyoto-chat.json"), "--session-id", "oai-1")
-    assert "Imported 3 message(s) into session oai-1." in out and "100%" in err
+    assert "Imported 3 message(s) into session oai-1." in out
+    assert "100%" in err
 
     record = SessionRecord.objects.get(id="oai-1")
     assert (record.name, record.model, record.source) == ("kyoto-chat", "gpt-4o-mini", "openai-transcript")
@@ -89,13 +90,15 @@ def test_transcript_becomes_a_session(transcript):
     assert answer["parts"] == [{"type": "text", "text": "Kyoto: 19 °C. Osaka: sunny, 21 °C."}]
     # A chain: each message is the child of the one before.
     parents = list(Message.objects.filter(session_id="oai-1").order_by("seq").values_list("parent_id", flat=True))
-    assert parents[0] is None and parents[1:] == [m["id"] for m in history[:-1]]
+    assert parents[0] is None
+    assert parents[1:] == [m["id"] for m in history[:-1]]
 
 
 def test_system_text_reaches_the_prompt_of_a_session_with_that_block(transcript):
     run(transcript(TRANSCRIPT), "--session-id", "oai-2")
     prompt = Session.create().for_session("oai-2").with_context("soul").freeze_system_prompt()
-    assert "SOUL" in prompt and "You are a travel assistant." in prompt
+    assert "SOUL" in prompt
+    assert "You are a travel assistant." in prompt
 
 
 def test_system_as_message_and_bare_list(transcript):
@@ -111,8 +114,10 @@ def test_system_as_message_and_bare_list(transcript):
         "Named",
     )
     history = Session.create().for_session("oai-3").get_history()
-    assert history[0]["role"] == "system" and history[0]["parts"][0]["text"] == "You are a travel assistant."
-    assert len(history) == 4 and not ContextBlockRecord.objects.filter(label__endswith="_oai-3").exists()
+    assert history[0]["role"] == "system"
+    assert history[0]["parts"][0]["text"] == "You are a travel assistant."
+    assert len(history) == 4
+    assert not ContextBlockRecord.objects.filter(label__endswith="_oai-3").exists()
     assert SessionRecord.objects.filter(id="oai-3", model="m-1", name="Named").exists()
 
 
@@ -154,4 +159,5 @@ def test_refuses_existing_sessions_and_bad_files(transcript, tmp_path):
 def test_generated_session_id(transcript):
     out, _ = run(transcript(TRANSCRIPT), "--no-progress")
     new_id = out.strip().rsplit(" ", 1)[-1].rstrip(".")
-    assert len(new_id) == 32 and Message.objects.filter(session_id=new_id).count() == 3
+    assert len(new_id) == 32
+    assert Message.objects.filter(session_id=new_id).count() == 3

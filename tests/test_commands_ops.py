@@ -42,11 +42,14 @@ def test_compact_inline_with_the_extractive_summariser():
     manager = SessionManager()
     sid = chat(manager, "long")
     out, err = run("compact_sessions", sid, "--protect-head", "1", "--tail-token-budget", "50")
-    assert "Compaction: 1 compacted." in out and "100%" in err
+    assert "Compaction: 1 compacted." in out
+    assert "100%" in err
     (overlay,) = manager.get_compactions(sid)
-    assert overlay.from_message_id == "m1" and overlay.summary.startswith("## Topic")
+    assert overlay.from_message_id == "m1"
+    assert overlay.summary.startswith("## Topic")
     history = manager.get_history(sid)
-    assert history[1]["id"] == f"compaction_{overlay.id}" and len(history) < 10
+    assert history[1]["id"] == f"compaction_{overlay.id}"
+    assert len(history) < 10
     assert CompactionJob.objects.get(session_id=sid).status == "succeeded"  # visible in the admin
 
 
@@ -83,7 +86,8 @@ def test_compact_all_skips_ended_sessions():
     open_id, ended_id = chat(manager, "open"), chat(manager, "ended")
     SessionRecord.objects.filter(id=ended_id).update(end_reason="compaction")
     out, _ = run("compact_sessions", "--all", "--tail-token-budget", "50", "-v", "2")
-    assert f"{open_id}\tcompacted" in out and ended_id not in out
+    assert f"{open_id}\tcompacted" in out
+    assert ended_id not in out
     assert manager.get_compactions(ended_id) == []
 
 
@@ -125,13 +129,15 @@ def test_search_one_session_as_json(searchable):
     one, _ = searchable
     out, _ = run("search_sessions", "golden", "--session", one, "--json", "--limit", "1")
     (row,) = [json.loads(line) for line in out.splitlines()]
-    assert row["session_id"] == one and row["id"] in {"q1", "a1"}
+    assert row["session_id"] == one
+    assert row["id"] in {"q1", "a1"}
     assert set(row) == {"session_id", "id", "role", "snippet"}
 
 
 def test_search_without_hits(searchable):
     out, err = run("search_sessions", "zeppelin")
-    assert out == "" and "No results found." in err
+    assert out == ""
+    assert "No results found." in err
     with pytest.raises(CommandError, match="--limit"):
         run("search_sessions", "golden", "--limit", "0")
 
@@ -154,7 +160,9 @@ def aged():
 
 def test_prune_dry_run_lists_and_keeps(aged):
     out, _ = run("prune_sessions", "--days", "30", "--dry-run")
-    assert aged["old-ended"] in out and aged["new-ended"] not in out and aged["old-open"] not in out
+    assert aged["old-ended"] in out
+    assert aged["new-ended"] not in out
+    assert aged["old-open"] not in out
     assert "Would delete 1 session(s)" in out
     assert SessionRecord.objects.filter(id=aged["old-ended"]).exists()
 
@@ -162,7 +170,8 @@ def test_prune_dry_run_lists_and_keeps(aged):
 def test_prune_deletes_old_ended_sessions_with_their_rows(aged):
     old = aged["old-ended"]
     out, err = run("prune_sessions", "--days", "30")
-    assert "Deleted 1 session(s)." in out and "100%" in err
+    assert "Deleted 1 session(s)." in out
+    assert "100%" in err
     assert not SessionRecord.objects.filter(id=old).exists()
     assert not Message.objects.filter(session_id=old).exists()
     assert not ContextBlockRecord.objects.filter(label=f"memory_{old}").exists()

@@ -110,10 +110,12 @@ def test_fresh_prompt_has_the_four_sections_the_turns_and_the_budget():
     positions = [prompt.index(s) for s in SECTIONS]
     assert positions == sorted(positions)
     assert "Target ~123 tokens" in prompt
-    assert "[user]\nPlan a trip to Kyoto." in prompt and "[assistant]\nDone." in prompt
+    assert "[user]\nPlan a trip to Kyoto." in prompt
+    assert "[assistant]\nDone." in prompt
     assert '[Tool: search]\nInput: {"q": 1}\nOutput: 2' in prompt
     assert prompt.index("Plan a trip") < prompt.index("Done.")
-    assert "<previous_summary>" not in prompt and "Update" not in prompt
+    assert "<previous_summary>" not in prompt
+    assert "Update" not in prompt
 
 
 def test_update_prompt_quotes_the_previous_summary():
@@ -136,7 +138,9 @@ def test_prompt_truncates_long_tool_payloads_and_names_tools():
     }
     error = {"type": "tool-lookup", "toolCallId": "e", "state": "output-error", "input": {}, "errorText": "boom"}
     prompt = build_summary_prompt([{"id": "a", "role": "assistant", "parts": [part, error]}], None, 100)
-    assert "[Tool: fetch]" in prompt and "Output: " + "o" * 500 + "…" in prompt and "o" * 501 not in prompt
+    assert "[Tool: fetch]" in prompt
+    assert "Output: " + "o" * 500 + "…" in prompt
+    assert "o" * 501 not in prompt
     assert "[Tool: lookup]\nError: boom" in prompt
 
 
@@ -317,8 +321,10 @@ def test_head_is_protected_and_middle_is_summarised():
     assert result_ == CompactResult(from_message_id="m3", to_message_id="m8", summary="SUMMARY")
     prompt = summarize.prompts[0]
     assert all(s in prompt for s in SECTIONS)
-    assert "m3 says hello" in prompt and "m8 says hello" in prompt
-    assert "m2 says hello" not in prompt and "m9 says hello" not in prompt
+    assert "m3 says hello" in prompt
+    assert "m8 says hello" in prompt
+    assert "m2 says hello" not in prompt
+    assert "m9 says hello" not in prompt
 
 
 def test_contract_example():
@@ -395,7 +401,8 @@ def test_previous_overlay_in_the_middle_gives_an_update_prompt_and_its_own_id():
     prompt = summarize.prompts[0]
     assert "<previous_summary>\n## Topic\nEarlier trip planning\n</previous_summary>" in prompt
     conversation = prompt[prompt.index("<conversation>") :]
-    assert "Earlier trip planning" not in conversation and "m5 says hello" in conversation
+    assert "Earlier trip planning" not in conversation
+    assert "m5 says hello" in conversation
     assert f"Target ~{compute_summary_budget(messages[2:4])} tokens" in prompt
 
 

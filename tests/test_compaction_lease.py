@@ -82,7 +82,8 @@ def test_manual_and_automatic_compaction_never_summarise_at_once(session_id):
     manual, box = in_thread(session.compact)
     assert summariser.entered.wait(20), "the manual compaction never reached the summariser"
     job = CompactionJob.objects.get(session_id=session_id)
-    assert job.status == "running" and job.holder.endswith(job.holder.rsplit(":", 1)[1])
+    assert job.status == "running"
+    assert job.holder.endswith(job.holder.rsplit(":", 1)[1])
     assert ":manual-" in job.holder
 
     other = build(session_id, summariser)  # another Session object, as a worker would build it
@@ -92,10 +93,13 @@ def test_manual_and_automatic_compaction_never_summarise_at_once(session_id):
     manual.join(30)
     assert "error" not in box, box.get("error")
     assert box["value"] is not None
-    assert summariser.most_at_once == 1 and summariser.calls == 1
+    assert summariser.most_at_once == 1
+    assert summariser.calls == 1
     assert len(session.get_compactions()) == 1
     job.refresh_from_db()
-    assert job.status == "succeeded" and job.holder == "" and job.lease_until is None
+    assert job.status == "succeeded"
+    assert job.holder == ""
+    assert job.lease_until is None
 
 
 def test_a_manual_compaction_waits_out_a_running_task(session_id):
@@ -109,7 +113,8 @@ def test_a_manual_compaction_waits_out_a_running_task(session_id):
     summariser.release.set()
     worker.join(30)
     assert box["value"]["status"] == "succeeded"
-    assert summariser.calls == 1 and len(session.get_compactions()) == 1
+    assert summariser.calls == 1
+    assert len(session.get_compactions()) == 1
 
 
 def test_async_compact_takes_the_same_lease(session_id):
@@ -121,7 +126,8 @@ def test_async_compact_takes_the_same_lease(session_id):
     assert asyncio.run(session.acompact()) is None  # held elsewhere
     jobs.release_lease(session_id, token, status="idle")
     result = asyncio.run(session.acompact())
-    assert result is not None and result.summary == "ASYNC SUMMARY"
+    assert result is not None
+    assert result.summary == "ASYNC SUMMARY"
     assert CompactionJob.objects.get(session_id=session_id).status == "succeeded"
 
 
@@ -134,7 +140,9 @@ def test_a_failing_manual_compaction_records_the_error_and_frees_the_lease(sessi
     with pytest.raises(RuntimeError, match="summariser down"):
         session.compact()
     job = CompactionJob.objects.get(session_id=session_id)
-    assert job.status == "failed" and "summariser down" in job.last_error and job.holder == ""
+    assert job.status == "failed"
+    assert "summariser down" in job.last_error
+    assert job.holder == ""
 
 
 def test_the_heartbeat_keeps_a_long_run_s_lease(session_id, settings):
@@ -151,7 +159,8 @@ def test_the_heartbeat_keeps_a_long_run_s_lease(session_id, settings):
     time.sleep(4)  # over two lease lengths
     later = CompactionJob.objects.get(session_id=session_id)
     assert first.lease_until < timezone.now()  # without renewal the lease would have run out
-    assert later.holder == first.holder and later.lease_until > timezone.now()
+    assert later.holder == first.holder
+    assert later.lease_until > timezone.now()
     assert jobs.acquire_lease(session_id) is None  # still held: the heartbeat renewed it
     summariser.release.set()
     worker.join(30)
@@ -161,7 +170,8 @@ def test_the_heartbeat_keeps_a_long_run_s_lease(session_id, settings):
 def test_shipped_lease_and_heartbeat():
     from agent_sessions import conf
 
-    assert conf.compaction_lease_seconds() == 60 and conf.compaction_heartbeat_seconds() == 10
+    assert conf.compaction_lease_seconds() == 60
+    assert conf.compaction_heartbeat_seconds() == 10
 
 
 def test_a_lease_whose_holder_died_on_this_host_is_taken_over_at_once(session_id):
@@ -173,7 +183,8 @@ def test_a_lease_whose_holder_died_on_this_host_is_taken_over_at_once(session_id
     assert holder_is_dead(stale)
     assert CompactionJob.objects.get(session_id=session_id).lease_until > timezone.now()  # not expired
     taken = jobs.acquire_lease(session_id, label="redelivered")
-    assert taken is not None and taken.endswith(":redelivered")
+    assert taken is not None
+    assert taken.endswith(":redelivered")
     assert not jobs.release_lease(session_id, stale, status="succeeded")  # the dead run cannot release it
 
 

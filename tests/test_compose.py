@@ -76,9 +76,11 @@ def test_services_healthchecks_and_volumes(compose):
 def test_app_services_share_the_production_environment(compose):
     for name in APP_SERVICES:
         env = compose["services"][name]["environment"]
-        assert env["DATABASE_URL"].startswith("postgres://") and "@postgres:5432/" in env["DATABASE_URL"]
+        assert env["DATABASE_URL"].startswith("postgres://")
+        assert "@postgres:5432/" in env["DATABASE_URL"]
         assert env["CELERY_BROKER_URL"] == "redis://redis:6379/0"
-        assert env["DJANGO_DEBUG"] == "false" and "DJANGO_SECRET_KEY" in env
+        assert env["DJANGO_DEBUG"] == "false"
+        assert "DJANGO_SECRET_KEY" in env
     assert "WEB_CONCURRENCY" in compose["services"]["web"]["environment"]
 
 
@@ -87,7 +89,8 @@ def test_commands_exist_in_this_repository(compose):
     services = compose["services"]
     known = get_commands()
     migrate, gunicorn = _steps(services["web"]["command"])
-    assert migrate[:3] == ["python", "manage.py", "migrate"] and migrate[2] in known
+    assert migrate[:3] == ["python", "manage.py", "migrate"]
+    assert migrate[2] in known
     assert gunicorn[0] == "gunicorn"
     module, _, attribute = gunicorn[1].partition(":")
     assert callable(getattr(import_module(module), attribute))
@@ -106,7 +109,8 @@ def test_dockerfile_commands_exist():
     known = get_commands()
     text = (ROOT / "Dockerfile").read_text(encoding="utf-8")
     used = re.findall(r"manage\.py (\w+)", text)
-    assert used and all(name in known for name in used)
+    assert used
+    assert all(name in known for name in used)
 
 
 def test_beat_schedule_runs_the_sweeper():

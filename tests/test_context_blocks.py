@@ -98,7 +98,8 @@ def test_four_kinds_detected_by_duck_typing_sync_and_async(session):
     assert flags(blocks["mem"]) == (True, False, False)
     assert flags(blocks["skills"]) == (False, True, False)  # no set(): loadable, not writable
     assert flags(blocks["kb"]) == (True, False, True)  # search with set(): keyed writes allowed
-    assert blocks["mem"].content == "m" and blocks["skills"].content == "- a: first"
+    assert blocks["mem"].content == "m"
+    assert blocks["skills"].content == "- a: first"
     assert session.load_skill("skills", "a") == "A doc"
     assert session.search_context("kb", "q") == [{"key": "k", "content": "hit for q"}]
 
@@ -189,7 +190,7 @@ def test_provider_failure_leaves_block_unchanged(session):
 
 
 @pytest.mark.parametrize(
-    "initial, addition, expected",
+    ("initial", "addition", "expected"),
     [
         ("", "first", "first"),
         ("a", "b", "a\nb"),
@@ -270,7 +271,8 @@ def test_two_sessions_from_the_same_builder_never_share_memory_or_prompt(db):
     assert bob.get_context_block("memory").content == ""
     alice_prompt = alice.freeze_system_prompt()
     bob_prompt = bob.freeze_system_prompt()
-    assert "Alice likes tea." in alice_prompt and "Alice" not in bob_prompt
+    assert "Alice likes tea." in alice_prompt
+    assert "Alice" not in bob_prompt
     bob.replace_context_block("memory", "Bob likes coffee.")
     assert build("alice").get_context_block("memory").content == "Alice likes tea."
     assert build("alice").freeze_system_prompt() == alice_prompt
@@ -319,7 +321,8 @@ def test_direct_construction_with_context_configs(session_id):
         ("memory", "Notes", 500),
         ("soul", None, None),
     ]
-    assert session.replace_context_block("memory", "new").content == "new" and provider.content == "new"
+    assert session.replace_context_block("memory", "new").content == "new"
+    assert provider.content == "new"
 
 
 # ── async twins ─────────────────────────────────────────────────────
@@ -338,6 +341,10 @@ def test_async_twins_with_async_providers(session):
         return block, blocks, added, removed, await session.aget_context_block("mem")
 
     block, blocks, added, removed, again = asyncio.run(run())
-    assert block.content == "a\nb" and provider.content == "a\nb" and provider.inits == ["mem"]
-    assert [b.label for b in blocks] == ["mem"] and added.content == "s" and removed is True
+    assert block.content == "a\nb"
+    assert provider.content == "a\nb"
+    assert provider.inits == ["mem"]
+    assert [b.label for b in blocks] == ["mem"]
+    assert added.content == "s"
+    assert removed is True
     assert again.content == "a\nb"

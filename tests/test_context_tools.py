@@ -90,7 +90,7 @@ def test_set_context_results(session_id):
 
 
 @pytest.mark.parametrize(
-    "arguments, fragment",
+    ("arguments", "fragment"),
     [
         ({"label": "nope", "content": "x"}, '"nope" is not a writable block'),
         ({"label": "soul", "content": "x"}, '"soul" is not a writable block'),
@@ -105,7 +105,8 @@ def test_set_context_errors_are_strings(session_id, arguments, fragment):
     session = build(session_id)
     session.replace_context_block("memory", "kept")
     result = session.tools()["set_context"].execute(**arguments)
-    assert result.startswith("Error:") and fragment in result
+    assert result.startswith("Error:")
+    assert fragment in result
     assert session.get_context_block("memory").content == "kept"
 
 
@@ -158,7 +159,9 @@ def test_non_latin_texts_never_collide(session_id):
     set_context = build(session_id).tools()["set_context"]
     first = set_context.execute(label="knowledge", content="東京は日本の首都です")
     second = set_context.execute(label="knowledge", content="大阪は食の都です")
-    assert first != second and first.startswith('Indexed "entry-') and second.startswith('Indexed "entry-')
+    assert first != second
+    assert first.startswith('Indexed "entry-')
+    assert second.startswith('Indexed "entry-')
     assert SearchEntry.objects.filter(label="knowledge").count() == 2
     titled = set_context.execute(label="knowledge", content="x", metadata={"title": "日本語のタイトル"})
     assert titled == f'Indexed "entry-{short_hash("日本語のタイトル")}" in knowledge.'
@@ -230,7 +233,8 @@ def test_unload_rewrites_history_and_reports(session_id, skills):
         'Unloaded "api-ref" from skills. Context reclaimed.'
     )
     part = session.get_message("a1")["parts"][0]
-    assert part["output"] == "[skill unloaded: api-ref]" and part["input"] == {"label": "skills", "key": "api-ref"}
+    assert part["output"] == "[skill unloaded: api-ref]"
+    assert part["input"] == {"label": "skills", "key": "api-ref"}
     assert session.get_loaded_skill_keys() == set()
     assert tools["unload_context"].execute(label="skills", key="api-ref") == (
         'Skill "api-ref" is not currently loaded in "skills".'
@@ -344,7 +348,8 @@ def test_restore_scans_in_bounded_windows(session_id, skills):
     with override_settings(AGENT_SESSIONS_SKILL_SCAN_WINDOW_BYTES=600):
         restarted = build(session_id, skills, storage=spy)
         assert restarted.get_loaded_skill_keys() == {"skills:guide", "skills:api-ref"}
-        assert len(spy.windows) > 5 and max(spy.windows) <= 600
+        assert len(spy.windows) > 5
+        assert max(spy.windows) <= 600
         spy.windows.clear()
         assert restarted.unload_skill("skills", "guide") is True
         assert len(spy.windows) > 5
@@ -394,7 +399,8 @@ def test_tool_definitions_validate_against_the_official_sdk_types(session_id, sk
         assert set(as_openai["function"]["parameters"]["required"]) <= set(
             as_openai["function"]["parameters"]["properties"]
         )
-        assert as_anthropic["input_schema"] is tool.parameters and as_anthropic["description"] == tool.description
+        assert as_anthropic["input_schema"] is tool.parameters
+        assert as_anthropic["description"] == tool.description
 
 
 # Async twins run in Django's sync thread, which has its own connection.
@@ -412,8 +418,11 @@ def test_aexecute_and_async_twins(session_id, skills):
         return written, bad, loaded, keys, unloaded
 
     written, bad, loaded, keys, unloaded = asyncio.run(run())
-    assert written.startswith("Written to memory.") and bad.startswith("Error:")
-    assert loaded == "# Guide" and keys == {"skills:guide"} and unloaded is True
+    assert written.startswith("Written to memory.")
+    assert bad.startswith("Error:")
+    assert loaded == "# Guide"
+    assert keys == {"skills:guide"}
+    assert unloaded is True
 
 
 def test_tool_with_async_function():

@@ -132,7 +132,8 @@ def test_malformed_stored_messages_never_crash(target, garbage):
 def test_adjacent_assistant_messages_come_back_as_steps_of_one(target):
     history = [user(), assistant(call("output-available", output="x"), id="a1"), assistant(TEXT, id="a2")]
     back = round_trip(target, history)
-    assert len(back) == 2 and back[1]["parts"][-2:] == [{"type": "step-start"}, TEXT]
+    assert len(back) == 2
+    assert back[1]["parts"][-2:] == [{"type": "step-start"}, TEXT]
 
 
 # ── OpenAI Chat Completions ─────────────────────────────────────────────────
@@ -156,7 +157,9 @@ def test_chat_sends_errors_as_the_tool_content_and_reads_them_back_as_output():
     out = convert.to_openai_chat([user(), assistant(call("output-error", errorText="city unknown"))])
     assert out[-1] == {"role": "tool", "tool_call_id": "c1", "content": "city unknown"}
     back = convert.from_openai_chat_messages(out)[1]["parts"][0]
-    assert back["state"] == "output-available" and back["output"] == "city unknown" and "errorText" not in back
+    assert back["state"] == "output-available"
+    assert back["output"] == "city unknown"
+    assert "errorText" not in back
 
 
 def test_chat_keeps_images_and_inline_files_but_drops_hosted_non_images():

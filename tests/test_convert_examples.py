@@ -32,14 +32,16 @@ def test_openai_chat_loop_keeps_tool_history_across_turns():
     history = openai_chat_loop.main(session_id=f"ex-{uuid.uuid4().hex[:8]}")
     assert [m["role"] for m in history] == ["user", "assistant", "assistant", "user", "assistant", "assistant"]
     tool = history[1]["parts"][1]
-    assert tool["type"] == "tool-get_weather" and tool["state"] == "output-available"
+    assert tool["type"] == "tool-get_weather"
+    assert tool["state"] == "output-available"
     assert tool["output"] == "Sunny, 21 °C in Kyoto"
     assert len(openai_chat_loop.REQUESTS) == 4
     adapter = TypeAdapter(list[ChatCompletionMessageParam])
     for request in openai_chat_loop.REQUESTS:
         assert materialize(adapter.validate_python(request["messages"])) == request["messages"]
     last = openai_chat_loop.REQUESTS[-1]["messages"]
-    assert last[0]["role"] == "system" and "concise weather assistant" in last[0]["content"]
+    assert last[0]["role"] == "system"
+    assert "concise weather assistant" in last[0]["content"]
     # The second turn still sees the first turn's tool call and its result.
     assert [m["role"] for m in last] == [
         "system",

@@ -158,16 +158,21 @@ def test_run_tool_calls_runs_callables_and_session_tools_and_stores_every_outcom
     )
     updated = run_tool_calls(agent, message, {"weather": weather, "broken": broken})
     parts = {p["toolCallId"]: p for p in updated["parts"] if "toolCallId" in p}
-    assert parts["c1"]["state"] == "output-available" and parts["c1"]["output"] == {"city": "Kyoto", "sky": "clear"}
-    assert parts["c2"]["state"] == "output-available" and parts["c2"]["output"].startswith("Written to memory.")
-    assert parts["c3"]["state"] == "output-error" and parts["c3"]["errorText"].startswith("Error:")
+    assert parts["c1"]["state"] == "output-available"
+    assert parts["c1"]["output"] == {"city": "Kyoto", "sky": "clear"}
+    assert parts["c2"]["state"] == "output-available"
+    assert parts["c2"]["output"].startswith("Written to memory.")
+    assert parts["c3"]["state"] == "output-error"
+    assert parts["c3"]["errorText"].startswith("Error:")
     assert parts["c4"] == {
         **call("c4", "broken", {}),
         "state": "output-error",
         "errorText": "RuntimeError: backend down",
     }
-    assert parts["c5"]["state"] == "output-error" and parts["c5"]["errorText"] == "Unknown tool 'teleport'"
-    assert parts["c6"]["state"] == "output-error" and "weather" in parts["c6"]["errorText"]
+    assert parts["c5"]["state"] == "output-error"
+    assert parts["c5"]["errorText"] == "Unknown tool 'teleport'"
+    assert parts["c6"]["state"] == "output-error"
+    assert "weather" in parts["c6"]["errorText"]
     assert agent.get_message("a") == updated  # appended first, then every result stored
     assert agent.get_context_block("memory").content == "Ada likes Kyoto."
     assert pending_tool_calls(updated) == []
@@ -218,7 +223,8 @@ def test_arun_tool_calls_runs_sync_and_async_tools(agent):
     updated = asyncio.run(arun_tool_calls(agent, message, {"weather": slow_weather, "broken": broken}))
     outputs = [(p["state"], p.get("output", p.get("errorText"))) for p in updated["parts"]]
     assert outputs[0] == ("output-available", "Kyoto: clear")
-    assert outputs[1][0] == "output-available" and outputs[1][1].startswith("Written to memory.")
+    assert outputs[1][0] == "output-available"
+    assert outputs[1][1].startswith("Written to memory.")
     assert outputs[2] == ("output-error", "RuntimeError: backend down")
     assert agent.get_message("a") == updated
 

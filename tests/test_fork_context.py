@@ -71,7 +71,8 @@ def test_compact_and_split_copies_blocks_and_renders_a_new_prompt(manager):
     assert continued.get_context_block("memory").content == "User is Ada.\nLikes green tea."
     assert not ContextBlockRecord.objects.filter(label=f"_system_prompt_{new.id}").exists()
     prompt = continued.freeze_system_prompt()
-    assert "User is Ada.\nLikes green tea." in prompt and prompt != frozen
+    assert "User is Ada.\nLikes green tea." in prompt
+    assert prompt != frozen
     assert continued.get_loaded_skill_keys() == set()  # the load is in the old transcript only
     assert SearchEntry.objects.filter(label=f"kb_{new.id}", key="tea").exists()
     assert DjangoSearchProvider(label=f"kb_{new.id}").search("morning")[0]["key"] == "tea"

@@ -127,7 +127,8 @@ def test_python_api_stores_identically_or_rejects_cleanly(message):
     assert inserted is True
     event("stored")
     [(mid, content)] = stored_rows(session.session_id)
-    assert mid == message["id"] and content == dump_message(message)  # byte-for-byte
+    assert mid == message["id"]
+    assert content == dump_message(message)
     assert dump_message(session.get_message(message["id"])) == dump_message(message)
     assert dump_message(session.get_history()[0]) == dump_message(message)
     assert len(content.encode("utf-8")) <= LIMITS["AGENT_SESSIONS_MAX_MESSAGE_BYTES"]
@@ -162,7 +163,8 @@ def test_hostile_search_queries_never_fail(query):
     needle = {"id": "needle", "role": "user", "parts": [{"type": "text", "text": "a needle among hostile queries"}]}
     session.append_message(needle)  # False after the first example
     results = manager.search(query, limit=5)
-    assert isinstance(results, list) and {r.id for r in results} <= {"needle"}
+    assert isinstance(results, list)
+    assert {r.id for r in results} <= {"needle"}
     assert {r.id for r in session.search(query)} <= {"needle"}
     assert [r.id for r in session.search("needle hostile")] == ["needle"]  # the index answers alongside
 
@@ -203,7 +205,8 @@ def test_huge_message_over_the_limit_is_rejected_at_every_entry_point(session, a
     assert manager.get_message_count(info.id) == 0  # all or nothing
     sid = api.new_session("big")
     response = api.post(f"/sessions/{sid}/messages", raw=json.dumps({"message": huge}))
-    assert response.status_code in (413, 422) and stored_rows(sid) == []
+    assert response.status_code in (413, 422)
+    assert stored_rows(sid) == []
 
 
 def test_query_length_limit_truncates_instead_of_failing(session, settings):
@@ -241,7 +244,8 @@ def test_malformed_bodies_are_4xx_and_write_nothing(api, raw):  # noqa: F811
     response = api.post(f"/sessions/{sid}/messages", raw=raw)
     assert 400 <= response.status_code < 500, (response.status_code, response.content[:200])
     if raw in MALFORMED_JSON:  # not JSON at all: 400 with its own code
-        assert response.status_code == 400 and response.json()["code"] == "malformed_json"
+        assert response.status_code == 400
+        assert response.json()["code"] == "malformed_json"
     assert stored_rows(sid) == []
 
 

@@ -48,8 +48,10 @@ def test_round_trip_is_lossless_with_tool_calls():
     again = DjangoChatMessageHistory("lc-1").messages
     assert again == conversation()
     assert [type(m) for m in again] == [type(m) for m in conversation()]
-    assert again[2].tool_calls[0]["args"] == {"city": "Kyoto"} and again[3].artifact == {"raw": {"t": 18}}
-    assert again[2].usage_metadata["total_tokens"] == 15 and again[7].status == "error"
+    assert again[2].tool_calls[0]["args"] == {"city": "Kyoto"}
+    assert again[3].artifact == {"raw": {"t": 18}}
+    assert again[2].usage_metadata["total_tokens"] == 15
+    assert again[7].status == "error"
     assert SessionRecord.objects.get(id="lc-1").source == "langchain"
 
 
@@ -86,7 +88,8 @@ def test_rows_are_rendered_as_ui_messages():
         "state": "output-available",
         "output": "rain, 18 °C",
     }
-    assert rows[7]["parts"][0]["state"] == "output-error" and rows[7]["parts"][0]["errorText"] == "service down"
+    assert rows[7]["parts"][0]["state"] == "output-error"
+    assert rows[7]["parts"][0]["errorText"] == "service down"
     assert all(r["parts"][-1]["type"] == f"data-{MESSAGE_KIND}" for r in rows)
 
 
@@ -99,10 +102,12 @@ def test_single_adds_chunks_chat_messages_and_clear():
     history.add_message(ChatMessage(role="critic", content="meh"))
     messages = history.messages
     assert [m.content for m in messages] == ["hi", "hello", "streamed", "meh"]
-    assert isinstance(messages[2], AIMessageChunk) and messages[3].role == "critic"
+    assert isinstance(messages[2], AIMessageChunk)
+    assert messages[3].role == "critic"
     assert Session.create().for_session("lc-3").get_history()[3]["role"] == "critic"
     history.clear()
-    assert history.messages == [] and not Message.objects.filter(session_id="lc-3").exists()
+    assert history.messages == []
+    assert not Message.objects.filter(session_id="lc-3").exists()
 
 
 @pytest.mark.django_db
@@ -137,7 +142,8 @@ def test_async_twins():
         return read, await history.aget_messages()
 
     read, after = asyncio.run(go())
-    assert read == conversation() and after == []
+    assert read == conversation()
+    assert after == []
 
 
 @pytest.mark.django_db(transaction=True)  # langchain may save from a callback thread
@@ -179,7 +185,9 @@ def test_search_admin_fork_and_compaction(admin_client):
     assert [r.role for r in session.search("umbrella")] == ["assistant"]
 
     html = admin_client.get(f"{BASE}/sessionrecord/lc-5/change/").content.decode()
-    assert "get_weather" in html and "take an umbrella" in html and "service down" in html
+    assert "get_weather" in html
+    assert "take an umbrella" in html
+    assert "service down" in html
 
     rows = session.get_history()
     manager = SessionManager()
@@ -226,7 +234,8 @@ def test_foreign_rows_become_langchain_messages():
         ],
     )
     assert ok == ToolMessage(content='{"a": 2}', tool_call_id="c9", name="lookup")
-    assert failed.status == "error" and failed.content == "boom"
+    assert failed.status == "error"
+    assert failed.content == "boom"
     assert to_langchain({"id": "u", "role": "user", "parts": [{"type": "text", "text": "hi"}]}) == [
         HumanMessage(content="hi", id="u")
     ]
@@ -251,7 +260,8 @@ def test_compact_keeps_tool_calls_and_results_together():
     )
     assert Session.create().for_session("lc-compact").on_compaction(compact).compact() is not None
     messages = history.messages
-    assert messages[0] == conversation()[0] and messages[1].content == "SUMMARY"
+    assert messages[0] == conversation()[0]
+    assert messages[1].content == "SUMMARY"
     assert len(messages) < len(conversation())
     calls = {c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls}
     results = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}

@@ -58,7 +58,8 @@ def test_runner_sees_its_own_history_back_unchanged():
     ours_items, theirs_items = asyncio.run(ours.get_items()), asyncio.run(theirs.get_items())
     assert dumps(ours_items) == dumps(theirs_items)
     kinds = [i.get("type", "message") for i in ours_items]
-    assert kinds.count("function_call") == 2 and kinds.count("function_call_output") == 2
+    assert kinds.count("function_call") == 2
+    assert kinds.count("function_call_output") == 2
     assert "reasoning" in kinds
     # The third turn's model call saw the first two turns' tool history.
     assert any(i.get("call_id") == "call_1" for i in ours_model.inputs[-1])
@@ -72,7 +73,8 @@ def test_get_items_limit_pop_and_clear_match_sqlite_session():
             assert dumps(await ours.get_items(limit)) == dumps(await theirs.get_items(limit)), limit
         for _ in range(3):
             popped_ours, popped_theirs = await ours.pop_item(), await theirs.pop_item()
-            assert popped_ours is not None and dumps(popped_ours) == dumps(popped_theirs)
+            assert popped_ours is not None
+            assert dumps(popped_ours) == dumps(popped_theirs)
         assert dumps(await ours.get_items()) == dumps(await theirs.get_items())
         # Adding after a pop continues the same branch.
         extra = [{"role": "user", "content": "One more question"}]
@@ -82,7 +84,8 @@ def test_get_items_limit_pop_and_clear_match_sqlite_session():
         await ours.clear_session()
         await theirs.clear_session()
         assert await ours.get_items() == await theirs.get_items() == []
-        assert await ours.pop_item() is None and await theirs.pop_item() is None
+        assert await ours.pop_item() is None
+        assert await theirs.pop_item() is None
 
     asyncio.run(compare())
     assert not Message.objects.filter(session_id="agents-2").exists()
@@ -103,11 +106,13 @@ def test_rows_are_ordinary_messages_one_per_item():
         "state": "input-available",
         "input": {"city": "Kyoto"},
     }
-    assert result["state"] == "output-available" and result["output"] == "rain, 18 °C"
+    assert result["state"] == "output-available"
+    assert result["output"] == "rain, 18 °C"
     assert result["toolName"] == "get_weather"
     assert all(m["parts"][-1]["type"] == f"data-{ITEM_KIND}" for m in history)
     record = SessionRecord.objects.get(id="agents-3")
-    assert record.source == "openai-agents" and record.name == "agents-3"
+    assert record.source == "openai-agents"
+    assert record.name == "agents-3"
 
 
 def test_search_admin_fork_and_compaction():
@@ -123,7 +128,9 @@ def test_search_admin_fork_and_compaction():
     client = Client()
     client.force_login(user)
     html = client.get(f"{BASE}/sessionrecord/agents-4/change/").content.decode()
-    assert "get_weather" in html and "Take an umbrella" in html and "call_1" in html
+    assert "get_weather" in html
+    assert "Take an umbrella" in html
+    assert "call_1" in html
 
     history = session.get_history()
     manager = SessionManager()
@@ -336,7 +343,8 @@ def test_results_added_later_are_named_and_invisible_rows_are_skipped_by_pop():
         ]
     )
     rows = Session.create().for_session("agents-later").get_history()
-    assert rows[1]["parts"][0]["type"] == "tool-lookup" and rows[2]["parts"][0]["type"] == "tool-function"
+    assert rows[1]["parts"][0]["type"] == "tool-lookup"
+    assert rows[2]["parts"][0]["type"] == "tool-function"
     # A foreign reasoning-only row renders as no item: pop skips (and removes) it.
     Session.create().for_session("agents-later").append_message(
         {"id": "r", "role": "assistant", "parts": [{"type": "reasoning", "text": "hidden"}]}

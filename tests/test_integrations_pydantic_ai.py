@@ -104,10 +104,10 @@ def test_test_model_run_and_rendering():
     }
     assert rows[0]["parts"][1] == {"type": "text", "text": "Weather?"}
     call = rows[1]["parts"][0]
-    assert call["type"] == "tool-get_weather" and call["state"] == "input-available"
-    assert (
-        rows[2]["parts"][0]["state"] == "output-available" and rows[2]["parts"][0]["toolCallId"] == call["toolCallId"]
-    )
+    assert call["type"] == "tool-get_weather"
+    assert call["state"] == "input-available"
+    assert rows[2]["parts"][0]["state"] == "output-available"
+    assert rows[2]["parts"][0]["toolCallId"] == call["toolCallId"]
     assert all(r["parts"][-1]["type"] == f"data-{MESSAGE_KIND}" for r in rows)
     assert history.get_messages() == result.all_messages()
 
@@ -150,7 +150,8 @@ def test_round_trip_of_every_part_kind_is_exact():
         "providerMetadata": {"pydanticAi": {"signature": "abc"}},
     }
     assert ui[1]["parts"][2]["input"] == {"q": 1}
-    assert ui[2]["parts"][0]["state"] == "output-error" and "bad args" in ui[2]["parts"][0]["errorText"]
+    assert ui[2]["parts"][0]["state"] == "output-error"
+    assert "bad args" in ui[2]["parts"][0]["errorText"]
     assert ui[4]["parts"][0]["output"] == {"a": [1, 2]}
 
 
@@ -166,7 +167,8 @@ def test_legacy_retry_prompt_parts_round_trip():
     assert to_model_messages(ui) == upgraded
     assert isinstance(upgraded[0].parts[0], ToolReturnPart)
     assert [m["role"] for m in ui] == ["tool", "user"]
-    assert ui[0]["parts"][0]["state"] == "output-error" and ui[1]["parts"][0]["type"] == "text"
+    assert ui[0]["parts"][0]["state"] == "output-error"
+    assert ui[1]["parts"][0]["type"] == "text"
 
 
 def test_foreign_ui_messages_render_as_requests_and_responses():
@@ -186,12 +188,17 @@ def test_foreign_ui_messages_render_as_requests_and_responses():
     ]
     out = to_model_messages(ui)
     assert [type(m) for m in out] == [ModelRequest, ModelRequest, ModelResponse, ModelRequest]
-    assert out[0].parts[0].content == "sys" and out[1].parts[0].content == "hi"
+    assert out[0].parts[0].content == "sys"
+    assert out[1].parts[0].content == "hi"
     assert [type(p) for p in out[2].parts] == [ThinkingPart, TextPart, ToolCallPart, ToolCallPart]
     assert out[2].parts[3].args == {"input": [1]}
     ret, retry = out[3].parts
-    assert isinstance(ret, ToolReturnPart) and ret.content == "r" and ret.tool_call_id == "c1"
-    assert isinstance(retry, ToolReturnPart) and retry.content == "boom" and retry.outcome == "failed"
+    assert isinstance(ret, ToolReturnPart)
+    assert ret.content == "r"
+    assert ret.tool_call_id == "c1"
+    assert isinstance(retry, ToolReturnPart)
+    assert retry.content == "boom"
+    assert retry.outcome == "failed"
 
 
 @pytest.mark.django_db(transaction=True)
@@ -206,7 +213,8 @@ def test_async_twins():
         return read, await history.aget_messages()
 
     read, after = asyncio.run(go())
-    assert read == messages and after == []
+    assert read == messages
+    assert after == []
 
 
 @pytest.mark.django_db
@@ -217,7 +225,9 @@ def test_search_admin_fork_and_compaction(admin_client):
     assert len(session.search("umbrella")) == 2
 
     html = admin_client.get(f"{BASE}/sessionrecord/pai-3/change/").content.decode()
-    assert "get_weather" in html and "Forecast: rain" in html and "call_Kyoto" in html
+    assert "get_weather" in html
+    assert "Forecast: rain" in html
+    assert "call_Kyoto" in html
 
     rows = session.get_history()
     first_len = len(first.all_messages())
@@ -227,7 +237,8 @@ def test_search_admin_fork_and_compaction(admin_client):
 
     manager.add_compaction("pai-3", "Kyoto: rain.", rows[0]["id"], rows[first_len - 1]["id"])
     compacted = history.get_messages()
-    assert isinstance(compacted[0], ModelResponse) and compacted[0].parts == [TextPart(content="Kyoto: rain.")]
+    assert isinstance(compacted[0], ModelResponse)
+    assert compacted[0].parts == [TextPart(content="Kyoto: rain.")]
     assert compacted[1:] == second.new_messages()
     # A run continues from the compacted history.
     model, seen = weather_model()

@@ -78,7 +78,8 @@ def test_pk_lookups_use_seq_as_before(session, build):
     build(session, ["a", "b"])
     row = Message.objects.get(session_id=session.session_id, message_id="b")
     assert Message.objects.get(pk=row.pk).message_id == "b"
-    assert row.pk == row.seq and Message.objects.filter(pk__in=[row.pk]).count() == 1
+    assert row.pk == row.seq
+    assert Message.objects.filter(pk__in=[row.pk]).count() == 1
 
 
 @contextmanager
@@ -117,7 +118,9 @@ def _state(url: str, mode: str) -> dict:
 def _expected_reads(state: dict) -> None:
     """What keys_fill wrote, read back through the library."""
     alpha = state["alpha"]["history"]  # m1..m3 replaced by the overlay's summary
-    assert alpha[0] == "m0" and alpha[1].startswith("compaction_") and alpha[2:] == ["m4", "m5", "m6"]
+    assert alpha[0] == "m0"
+    assert alpha[1].startswith("compaction_")
+    assert alpha[2:] == ["m4", "m5", "m6"]
     for sid in ("alpha", "beta", "gamma-日本"):
         if sid != "alpha":
             assert state[sid]["history"] == ["m0", "m1", "m2", "m3", "m4", "m5", "m6"]
@@ -125,7 +128,8 @@ def _expected_reads(state: dict) -> None:
         assert state[sid]["length"] == 7
         assert state[sid]["search"] == ["m0", "m1", "m2", "m3", "m4", "m5"]
         assert state[sid]["children_of_m2"] == ["m3", "b0"]
-    assert state["foreign"]["history"] == ["f0", "f1"] and state["foreign"]["length"] == 2
+    assert state["foreign"]["history"] == ["f0", "f1"]
+    assert state["foreign"]["length"] == 2
     assert state["foreign"]["search"] == ["f0", "f1"]
     assert [o[0] for o in state["overlays"]] == ["alpha"]
 

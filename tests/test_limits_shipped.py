@@ -64,7 +64,8 @@ def test_two_megabytes_of_distinct_words_are_stored_and_indexed_truncated(sessio
     [stored] = session.get_history()
     assert stored["parts"][0]["text"] == text  # the message itself is never cut
     indexed = stored_text(session.session_id, "big")
-    assert text.startswith(indexed) and 400_000 < len(indexed) < len(text)
+    assert text.startswith(indexed)
+    assert 400_000 < len(indexed) < len(text)
     assert [r.id for r in session.search("w00000001")] == ["big"]  # early words are found
     assert session.search("w00219000") == []  # words past the cut are not indexed
 
@@ -152,11 +153,13 @@ def test_a_session_id_over_512_bytes_is_refused_before_the_database(db):
 def test_http_answers_413_for_a_long_id_and_201_for_two_megabytes_of_distinct_words(api):  # noqa: F811
     sid = api.new_session("limits")
     response = api.post(f"/sessions/{sid}/messages", {"message": message("i" * 2_700, "x")})
-    assert response.status_code == 413 and response.json()["code"] == "message_too_large"
+    assert response.status_code == 413
+    assert response.json()["code"] == "message_too_large"
     response = api.post(f"/sessions/{sid}/messages", {"message": message("big", distinct_words(1_980_000))})
     assert response.status_code == 201, response.content
     response = api.post(f"/sessions/{sid}/messages", {"message": {"id": "p", "role": "user", "parts": [{}] * 10_001}})
-    assert response.status_code == 413 and response.json()["code"] == "message_too_large"
+    assert response.status_code == 413
+    assert response.json()["code"] == "message_too_large"
 
 
 # ── the corpus ───────────────────────────────────────────────────────────────

@@ -49,7 +49,8 @@ def test_create_returns_a_fresh_registry_row(manager):
     assert re.fullmatch(r"[0-9a-f]{32}", info.id)
     assert (info.name, info.model, info.source, info.parent_session_id) == ("Chat", "m-1", "web", None)
     assert (info.input_tokens, info.output_tokens, info.estimated_cost, info.end_reason) == (0, 0, 0.0, None)
-    assert info.created_at is not None and info.updated_at == info.created_at
+    assert info.created_at is not None
+    assert info.updated_at == info.created_at
     assert manager.get(info.id) == info
     assert manager.create("Chat").id != info.id
 
@@ -80,7 +81,8 @@ def test_rename_changes_name_and_bumps_updated_at(manager, sid):
     before = manager.get(sid)
     manager.rename(sid, "Renamed")
     after = manager.get(sid)
-    assert after.name == "Renamed" and after.updated_at > before.updated_at
+    assert after.name == "Renamed"
+    assert after.updated_at > before.updated_at
     manager.rename("unknown", "x")  # no row, no error
     assert manager.get("unknown") is None
 
@@ -110,7 +112,8 @@ def test_delete_leaves_nothing_behind_in_any_table(manager):
         "memory",
         f"memory_{doomed.upper()}",
     }
-    assert manager.get_message_count(kept) == 3 and len(manager.get_compactions(kept)) == 1
+    assert manager.get_message_count(kept) == 3
+    assert len(manager.get_compactions(kept)) == 1
     assert SearchEntry.objects.filter(label=f"notes_{kept}").count() == 1
 
 
@@ -127,7 +130,8 @@ def test_get_session_is_lazy_cached_and_namespaced(manager, sid):
     session = manager.get_session(sid)
     assert isinstance(session, Session)
     assert session is manager.get_session(sid)
-    assert session.session_id == sid and session.storage.session_id == sid
+    assert session.session_id == sid
+    assert session.storage.session_id == sid
     assert manager.get_session("other") is not session
 
 
@@ -321,7 +325,8 @@ def test_history_count_branches_clear_and_delete(manager, sid):
     manager.add_compaction(sid, "s", "a", "b")
     manager.clear_messages(sid)
     assert manager.get_message_count(sid) == 0
-    assert manager.get_compactions(sid) == [] and manager.get_history(sid) == []
+    assert manager.get_compactions(sid) == []
+    assert manager.get_history(sid) == []
     assert manager.get(sid) is not None  # the session itself stays
 
 
@@ -384,7 +389,8 @@ def test_search_spans_sessions_and_reports_the_session(manager):
     assert {(h.id, h.session_id, h.role) for h in hits} == {("a", s1, "user"), ("b", s2, "assistant")}
     assert {h.content for h in hits} == {"deploy on Friday afternoon", "the deploy moved to Friday"}
     assert len(manager.search("deploy", limit=2)) == 2
-    assert manager.search("   ") == [] and manager.search("") == []
+    assert manager.search("   ") == []
+    assert manager.search("") == []
 
 
 def test_session_search_tool(manager, sid):
@@ -411,7 +417,8 @@ def test_searchable_history_block_shows_a_count_and_searches_every_session(manag
     (method, args, kwargs) = configured._calls[-1]
     assert (method, args, kwargs["description"]) == ("with_context", ("history",), "Cross-session conversation history")
     provider = kwargs["provider"]
-    assert isinstance(provider, SearchableHistoryProvider) and not hasattr(provider, "set")
+    assert isinstance(provider, SearchableHistoryProvider)
+    assert not hasattr(provider, "set")
     assert provider.get() == "1 session available for search."
     manager.create("second")
     assert provider.get() == "2 sessions available for search."
@@ -426,7 +433,9 @@ def test_searchable_history_renders_in_the_prompt(sid):
     manager.append(other, msg("t", text="green tea please"))
     session = manager.get_session(sid)
     [block] = session.get_context_blocks()
-    assert block.label == "history" and block.is_searchable and not block.writable
+    assert block.label == "history"
+    assert block.is_searchable
+    assert not block.writable
     assert block.content == "2 sessions available for search."
     tools = session.tools()
     assert "set_context" not in tools

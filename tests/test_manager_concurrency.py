@@ -77,8 +77,10 @@ def test_concurrent_lifecycles_on_fresh_connections_never_hit_a_locked_database(
     assert run_threads(10, lifecycle) == []
     sessions = manager.list()
     forks = [s for s in sessions if s.end_reason == "compaction"]
-    assert len(sessions) == 20 and len(forks) == 10
+    assert len(sessions) == 20
+    assert len(forks) == 10
     for fork in forks:
         assert len(manager.fork_mapping(fork.id)) == manager.get_message_count(fork.id) == 3
     for split in (s for s in sessions if s.end_reason is None):
-        assert manager.get_message_count(split.id) == 1 and split.input_tokens == 1
+        assert manager.get_message_count(split.id) == 1
+        assert split.input_tokens == 1

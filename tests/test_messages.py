@@ -38,7 +38,8 @@ def test_explicit_parent_and_foreign_parent_falls_back_to_root(session, build):
     assert ids(session.get_history()) == ["a", "c"]
     session.append_message(msg("x"), "not-in-this-session")
     row = Message.objects.get(session_id=session.session_id, message_id="x")
-    assert row.parent_id is None and row.depth == 1
+    assert row.parent_id is None
+    assert row.depth == 1
     assert ids(session.get_history("x")) == ["x"]
 
 
@@ -184,7 +185,8 @@ def test_delete_messages_and_orphans_become_roots(session, build):
     assert ids(session.get_history()) == ["c", "d"]
     assert session.get_path_length() == 2
     rows = {r.message_id: r for r in Message.objects.filter(session_id=session.session_id)}
-    assert rows["c"].depth == 1 and rows["d"].depth == 2
+    assert rows["c"].depth == 1
+    assert rows["d"].depth == 2
     assert rows["d"].path_tokens == rows["c"].tokens + rows["d"].tokens
     assert session.search("b") == []
 
@@ -300,7 +302,8 @@ def test_recent_history_fits_budget(session):
     assert recent.truncated is True
     assert recent.total_content_bytes == size * 3
     everything = session.get_recent_history(max_content_bytes=10**9)
-    assert len(everything.messages) == 10 and everything.truncated is False
+    assert len(everything.messages) == 10
+    assert everything.truncated is False
     assert everything.total_content_bytes == size * 10
 
 
@@ -308,7 +311,8 @@ def test_recent_history_honours_min_recent_messages(session):
     for i in range(5):
         session.append_message(msg(f"m{i}", text="y" * 100))
     recent = session.get_recent_history(max_content_bytes=1, min_recent_messages=2)
-    assert ids(recent.messages) == ["m3", "m4"] and recent.truncated is True
+    assert ids(recent.messages) == ["m3", "m4"]
+    assert recent.truncated is True
     at_least_one = session.get_recent_history(max_content_bytes=0, min_recent_messages=0)
     assert ids(at_least_one.messages) == ["m4"]
 
@@ -356,7 +360,9 @@ def test_async_twins(session):
         return history, leaf, length, hits
 
     history, leaf, length, hits = asyncio.run(run())
-    assert ids(history) == ["a", "b"] and leaf["id"] == "b" and length == 2
+    assert ids(history) == ["a", "b"]
+    assert leaf["id"] == "b"
+    assert length == 2
     assert ids(hits) == ["b"]
 
 

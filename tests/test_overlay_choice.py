@@ -88,7 +88,8 @@ def test_fork_and_export_agree():
     main, _ = side_branch_compacted(session)
     fork = manager.fork(sid, "m11", "fork")
     forked = manager.get_history(fork.id)
-    assert len(forked) == 3 and forked[0]["parts"] == [{"type": "text", "text": "main summary"}]
+    assert len(forked) == 3
+    assert forked[0]["parts"] == [{"type": "text", "text": "main summary"}]
     assert [m["parts"] for m in forked[1:]] == [m["parts"] for m in session.get_history("m11")[1:]]
     assert ids(history_document(sid, "m11")["history"]) == [f"compaction_{main.id}", "m10", "m11"]
 

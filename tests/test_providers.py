@@ -79,7 +79,8 @@ def test_search_provider_update_reindexes_and_counts():
     assert SearchEntry.objects.filter(label="knowledge").count() == 1
     kb.set("b", "cherries")
     assert kb.get() == "2 entries indexed. Use search_context to find them."
-    assert kb.delete("a") is True and kb.search("bananas") == []
+    assert kb.delete("a") is True
+    assert kb.search("bananas") == []
 
 
 def test_search_provider_labels_are_isolated():
@@ -96,7 +97,8 @@ def test_search_provider_hostile_queries_never_raise(query):
     kb.set("k", "some text and more")
     kb.set("other", "hostile tokens AND NEAR quoted")
     hits = kb.search(query)
-    assert isinstance(hits, list) and {h["key"] for h in hits} <= {"k", "other"}
+    assert isinstance(hits, list)
+    assert {h["key"] for h in hits} <= {"k", "other"}
     assert [h["key"] for h in kb.search("text more")] == ["k"]  # the index answers real queries alongside
 
 
@@ -136,7 +138,9 @@ def test_skill_provider_overwrites_in_place(disk, tmp_path):
     assert skills.load("a") == "two"
     assert sorted(p.name for p in (tmp_path / "skills").iterdir()) == ["a", "a.description"]
     assert skills.get() == "- a: first"
-    assert skills.delete("a") is True and skills.get() == "" and skills.delete("a") is False
+    assert skills.delete("a") is True
+    assert skills.get() == ""
+    assert skills.delete("a") is False
 
 
 def test_skill_provider_allow_list(disk):
@@ -160,7 +164,8 @@ def test_skill_provider_refuses_unsafe_keys(disk, key):
 def test_skill_provider_works_on_any_storage_and_defaults_to_default_storage(settings, tmp_path):
     memory = StorageSkillProvider(InMemoryStorage(), prefix="s/")
     memory.set("k", "from memory", "in RAM")
-    assert memory.get() == "- k: in RAM" and memory.load("k") == "from memory"
+    assert memory.get() == "- k: in RAM"
+    assert memory.load("k") == "from memory"
     settings.MEDIA_ROOT = str(tmp_path)
     default = StorageSkillProvider()
     default.set("x", "on disk")

@@ -129,7 +129,8 @@ def test_search_language_and_chaining(tree, session_id):
     assert ids(qs.search("migration").filter(role="user")) == ["m0"]
     assert qs.search("migration").count() == 3
     assert list(qs.search("rollback").values_list("message_id", flat=True)) == ["m2"]
-    assert ids(qs.search("")) == [] and ids(qs.search("   ")) == []
+    assert ids(qs.search("")) == []
+    assert ids(qs.search("   ")) == []
     assert ids(qs.search("zebra")) == []
     # As a subquery, and combined with a path.
     assert ids(Message.objects.filter(seq__in=qs.search("migration").values("seq"))) == ["m0", "m1", "b1"]
@@ -182,7 +183,8 @@ def test_relations_have_no_database_constraint(session_id):
     with pytest.raises(SessionRecord.DoesNotExist):
         Message.objects.get(session_id=session_id).session  # noqa: B018
     record = SessionRecord.objects.create(id=session_id)
-    assert record.messages.count() == 1 and record.compaction_job.session_id == session_id
+    assert record.messages.count() == 1
+    assert record.compaction_job.session_id == session_id
     assert Message.objects.get(session_id=session_id).session == record
 
 
@@ -192,7 +194,8 @@ def test_relation_migration_changes_no_schema():
     from django.db import migrations
 
     (operation,) = import_module("agent_sessions.migrations.0007_session_relations").Migration.operations
-    assert isinstance(operation, migrations.SeparateDatabaseAndState) and operation.database_operations == []
+    assert isinstance(operation, migrations.SeparateDatabaseAndState)
+    assert operation.database_operations == []
     out = io.StringIO()
     call_command("makemigrations", "agent_sessions", "--check", "--dry-run", stdout=out)
     assert "No changes detected" in out.getvalue()

@@ -33,11 +33,13 @@ def test_quick_start_runs_verbatim():
 
     request = namespace["request"]
     system, user = request["messages"]
-    assert system["role"] == "system" and "You are a helpful assistant." in system["content"]
+    assert system["role"] == "system"
+    assert "You are a helpful assistant." in system["content"]
     assert "MEMORY (Learned facts about the user)" in system["content"]
     assert user == {"role": "user", "content": "Hi, I'm Ada."}
     names = [t["function"]["name"] for t in request["tools"]]
-    assert "set_context" in names and all(t["type"] == "function" for t in request["tools"])
+    assert "set_context" in names
+    assert all(t["type"] == "function" for t in request["tools"])
     session = namespace["session"]
     assert session.get_context_block("memory").content == "The user's name is Ada."
     anthropic_request = namespace["anthropic_request"]
@@ -117,5 +119,6 @@ def test_settings_reference_matches_conf_defaults():
 def test_docs_are_linked_from_the_readme():
     text = README.read_text(encoding="utf-8")
     for page in ("settings", "api", "data-model", "operations", "scaling"):
-        assert f"(docs/{page}.md)" in text and (README.parent / "docs" / f"{page}.md").exists()
+        assert f"(docs/{page}.md)" in text
+        assert (README.parent / "docs" / f"{page}.md").exists()
     assert "/api/docs" in (README.parent / "docs" / "api.md").read_text(encoding="utf-8")

@@ -107,7 +107,8 @@ def test_append_failing_after_the_index_write_leaves_neither(manager, chat):
         with pytest.raises(DatabaseError):
             manager.append(chat, msg("bad", text="kaboom zebra"))
         assert snapshot(chat) == before
-        assert search_ids("zebra") == [] and search_ids("kaboom") == []
+        assert search_ids("zebra") == []
+        assert search_ids("kaboom") == []
         assert_index_consistent()
         assert manager.append(chat, msg("next", text="zebra ok")) == "next"  # the next write works
     assert [m["id"] for m in manager.get_history(chat)] == ["m0", "m1", "m2", "m3", "m4", "next"]
@@ -132,9 +133,8 @@ def test_fork_failing_mid_copy_creates_nothing(manager, chat):
     manager.add_compaction(chat, "early summary", "m1", "m2")
     before = snapshot(chat)
     sessions_before = SessionRecord.objects.count()
-    with failing_trigger("assistant_messages", "INSERT", "NEW.origin_id = 'm3'"):
-        with pytest.raises(DatabaseError):
-            manager.fork(chat, "m4", "the fork")
+    with failing_trigger("assistant_messages", "INSERT", "NEW.origin_id = 'm3'"), pytest.raises(DatabaseError):
+        manager.fork(chat, "m4", "the fork")
     assert SessionRecord.objects.count() == sessions_before
     assert snapshot(chat) == before
     assert Message.objects.exclude(session_id=chat).filter(origin_id__isnull=False).count() == 0
@@ -153,7 +153,8 @@ def test_compact_and_split_failing_on_the_seed_message_changes_nothing(manager, 
     assert snapshot(chat) == before
     assert manager.get(chat).end_reason is None
     split = manager.compact_and_split(chat, "the summary")
-    assert manager.get(chat).end_reason == "compaction" and split.parent_session_id == chat
+    assert manager.get(chat).end_reason == "compaction"
+    assert split.parent_session_id == chat
 
 
 def test_delete_session_failing_at_the_last_row_keeps_everything(manager, chat):
@@ -168,7 +169,8 @@ def test_delete_session_failing_at_the_last_row_keeps_everything(manager, chat):
     assert search_ids("alpha") == sorted((chat, f"m{i}") for i in range(5))
     assert_index_consistent()
     manager.delete(chat)
-    assert snapshot(chat)[:2] == ([], []) and manager.get(chat) is None
+    assert snapshot(chat)[:2] == ([], [])
+    assert manager.get(chat) is None
     assert search_ids("alpha") == []
     assert_index_consistent()
 
@@ -186,9 +188,8 @@ def test_update_failing_in_the_subtree_repair_keeps_the_old_text(manager, chat):
 
 def test_delete_messages_failing_in_the_repair_keeps_them(manager, chat):
     before = snapshot(chat)
-    with failing_trigger("assistant_messages", "UPDATE", "NEW.id = 'm3'"):
-        with pytest.raises(DatabaseError):
-            manager.delete_messages(chat, ["m2"])
+    with failing_trigger("assistant_messages", "UPDATE", "NEW.id = 'm3'"), pytest.raises(DatabaseError):
+        manager.delete_messages(chat, ["m2"])
     assert snapshot(chat) == before
     assert_index_consistent()
 
@@ -198,11 +199,11 @@ def test_compact_failing_to_store_the_overlay_stores_nothing(chat):
     session = Session.create().for_session(chat).on_compaction(fn).with_cached_prompt()
     session.freeze_system_prompt()
     before = snapshot(chat)
-    with failing_trigger("assistant_compactions", "INSERT", "1 = 1"):
-        with pytest.raises(DatabaseError):
-            session.compact()
+    with failing_trigger("assistant_compactions", "INSERT", "1 = 1"), pytest.raises(DatabaseError):
+        session.compact()
     assert snapshot(chat) == before
-    assert session.compact() is not None and len(session.get_compactions()) == 1
+    assert session.compact() is not None
+    assert len(session.get_compactions()) == 1
 
 
 @pytest.mark.postgres_only

@@ -75,7 +75,8 @@ def assert_one_chain(session_id: str, expected: int) -> list[str]:
     assert max(c for p, c in children.items() if p is not None) == 1, "an unintended branch"
     session = Session.create().for_session(session_id)
     history = session.get_history()
-    assert len(history) == expected and session.get_path_length() == expected
+    assert len(history) == expected
+    assert session.get_path_length() == expected
     assert sorted(d for _, _, d in rows) == list(range(1, expected + 1))
     return [m["id"] for m in history]
 
@@ -111,7 +112,8 @@ def test_concurrent_compact_stores_one_overlay(session_id):
     stored = list(Compaction.objects.filter(session_id=session_id))
     assert len(stored) == 1, [(c.summary, c.from_message_id, c.to_message_id) for c in stored]
     winners = [r for r in reports if r["result"] is not None]
-    assert len(winners) == 1 and winners[0]["result"][2] == stored[0].summary
+    assert len(winners) == 1
+    assert winners[0]["result"][2] == stored[0].summary
     history = session.get_history()
     assert sum(m["id"].startswith("compaction_") for m in history) == 1
 

@@ -97,7 +97,8 @@ def test_redis_down_appends_succeed_and_the_sweep_recovers_the_compaction(broker
     assert [m["id"] for m in session.get_history()] == acked  # every append stored
     assert slowest <= 2, f"an append waited {slowest:.1f}s for the dead broker"
     status = jobs.get_compaction_status(session_id)
-    assert status["status"] == "pending" and "enqueue failed" in status["last_error"]
+    assert status["status"] == "pending"
+    assert "enqueue failed" in status["last_error"]
     assert session.get_compactions() == []
     assert sessions_registry.ERRORS, "the enqueue failure reached on_compaction_error"
 

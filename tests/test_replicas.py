@@ -44,13 +44,15 @@ def test_writes_go_to_default_and_orm_reads_to_the_replica(session_id):
     with _captured("default") as primary, _captured("replica") as replica:
         rows = list(Message.objects.filter(session_id=session_id).values_list("message_id", flat=True))
         hits = [(h.session_id, h.id) for h in SessionManager().search("kites")]
-    assert sorted(rows) == ["a", "b"] and hits == [(session_id, "a")]
+    assert sorted(rows) == ["a", "b"]
+    assert hits == [(session_id, "a")]
     assert not primary.captured_queries  # the ORM read and the cross-session search ran on the replica
     assert len(replica.captured_queries) >= 2
     # A Session's own reads follow db_for_write: a conversation never reads behind its own appends.
     with _captured("default") as primary, _captured("replica") as replica:
         assert [m["id"] for m in session.get_history()] == ["a", "b"]
-    assert primary.captured_queries and not replica.captured_queries
+    assert primary.captured_queries
+    assert not replica.captured_queries
 
 
 @override_settings(DATABASE_ROUTERS=ROUTERS)
@@ -66,7 +68,8 @@ def test_using_pins_a_conversation_turn_to_one_alias(session_id):
     # The same conversation read explicitly through the replica alias.
     with _captured("default") as primary, _captured("replica") as replica:
         assert [m["id"] for m in Session.create(using="replica").for_session(session_id).get_history()] == ["a", "b"]
-    assert not primary.captured_queries and replica.captured_queries
+    assert not primary.captured_queries
+    assert replica.captured_queries
 
 
 @override_settings(DATABASE_ROUTERS=ROUTERS)

@@ -26,7 +26,9 @@ def test_10000_deep_path_in_bounded_queries(session, django_assert_max_num_queri
         assert session.get_path_length() == 10_000
     with django_assert_max_num_queries(2):
         recent = session.get_recent_history(max_content_bytes=1_000)
-    assert recent.truncated and recent.messages[-1]["id"] == "m9999" and len(recent.messages) < 20
+    assert recent.truncated
+    assert recent.messages[-1]["id"] == "m9999"
+    assert len(recent.messages) < 20
     with django_assert_max_num_queries(1):
         stats = session.get_history_row_stats()
     assert len(stats) == 10_000
@@ -51,7 +53,8 @@ def test_append_cost_is_constant_in_history_length(session_id, django_assert_max
     assert counts[0] == counts[1] <= 4
     assert large.get_path_length() == 5_001
     row = Message.objects.get(session_id=session_id, message_id="tail")
-    assert row.parent_id == "m4999" and row.depth == 5_001
+    assert row.parent_id == "m4999"
+    assert row.depth == 5_001
 
 
 @pytest.mark.django_db

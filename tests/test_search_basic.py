@@ -18,7 +18,8 @@ def test_words_are_anded_and_best_match_first(session):
     hits = session.search("deploy Friday")
     assert {h.id for h in hits} == {"a", "c"}
     assert hits[0].id == "c"
-    assert hits[0].role == "user" and "Friday" in hits[0].content
+    assert hits[0].role == "user"
+    assert "Friday" in hits[0].content
     assert hits[0].session_id == session.session_id
     assert hits[0].created_at is not None
 

@@ -27,7 +27,8 @@ def test_only_runs_with_databases():
 def test_sqlite_without_trigram_tokenizer(monkeypatch):
     monkeypatch.setattr(checks, "sqlite_has_trigram", lambda: False)
     (error,) = checks.check_search_trigram(databases=["default"])
-    assert error.id == "agent_sessions.E020" and "3.34" in error.hint
+    assert error.id == "agent_sessions.E020"
+    assert "3.34" in error.hint
 
 
 def test_sqlite_probe_reports_support():
@@ -36,14 +37,15 @@ def test_sqlite_probe_reports_support():
 
 @pytest.mark.postgres_only
 @pytest.mark.parametrize(
-    "state, expected", [((False, False, True), "E021"), ((False, True, False), "E022"), ((False, True, True), None)]
+    ("state", "expected"), [((False, False, True), "E021"), ((False, True, False), "E022"), ((False, True, True), None)]
 )
 def test_postgres_pg_trgm_states(monkeypatch, state, expected):
     monkeypatch.setattr(checks, "_pg_trgm_state", lambda alias: state)
     result = checks.check_search_trigram(databases=["default"])
     assert ids(result) == ([f"agent_sessions.{expected}"] if expected else [])
     if expected:
-        assert "pg_trgm" in result[0].msg and result[0].hint
+        assert "pg_trgm" in result[0].msg
+        assert result[0].hint
 
 
 @pytest.mark.postgres_only

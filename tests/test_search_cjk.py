@@ -28,7 +28,7 @@ def docs(session):
 
 
 @pytest.mark.parametrize(
-    "query, expected",
+    ("query", "expected"),
     [
         ("会議", {"meeting", "migration"}),  # 2 characters: bounded scan
         ("移行", {"migration"}),
@@ -86,7 +86,8 @@ def test_cjk_pagination_and_role(docs):
     assert ids(search(docs, "会議", role="user")) == {"migration"}
     first = [h.id for h in search(docs, "会議", limit=1)]
     second = [h.id for h in search(docs, "会議", limit=1, offset=1)]
-    assert len(first) == len(second) == 1 and set(first + second) == {"meeting", "migration"}
+    assert len(first) == len(second) == 1
+    assert set(first + second) == {"meeting", "migration"}
 
 
 def test_like_wildcards_are_literal(session):

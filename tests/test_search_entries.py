@@ -43,7 +43,7 @@ def entries(query, *, limit=20, **kw):
 
 
 @pytest.mark.parametrize(
-    "query, expected",
+    ("query", "expected"),
     [
         ("friday", {"deploy-runbook", "holiday"}),
         ("deploying", {"deploy-runbook", "pipeline"}),
@@ -68,14 +68,16 @@ def test_label_isolation(provider):
 
 def test_rows_keep_their_shape_and_page(provider):
     rows = entries("friday OR deploying OR nightly", limit=10)
-    assert all(len(r) == 2 for r in rows) and len(rows) == 3
+    assert all(len(r) == 2 for r in rows)
+    assert len(rows) == 3
     pages = [entries("friday OR deploying OR nightly", limit=2, offset=o) for o in (0, 2)]
     assert pages[0] + pages[1] == rows
 
 
 def test_snippets_on_request(provider):
     rows = entries("holiday", snippets=True)
-    assert len(rows) == 1 and len(rows[0]) == 3
+    assert len(rows) == 1
+    assert len(rows[0]) == 3
     assert f"{SNIPPET_START}holiday" in rows[0][2]
     (row,) = entries("会議", snippets=True)
     assert f"{SNIPPET_START}会議" in row[2]

@@ -27,7 +27,7 @@ def test_or_binds_tighter_than_and():
 
 
 @pytest.mark.parametrize(
-    "text, expected",
+    ("text", "expected"),
     [
         ("OR", [["OR"]]),
         ("OR a", [["OR"], ["a"]]),
@@ -62,15 +62,20 @@ def test_control_characters_and_surrogates_separate_words():
 
 
 def test_non_text_is_empty():
-    assert not parse(None) and not parse(42) and not parse(["a"])
+    assert not parse(None)
+    assert not parse(42)
+    assert not parse(["a"])
 
 
 def test_cjk_classification():
     q = parse("会議 デプロイ Python入門 deploy")
     short, long_, mixed, latin = q.terms
-    assert short.cjk and short.short
-    assert long_.cjk and not long_.short
-    assert mixed.cjk and not mixed.short
+    assert short.cjk
+    assert short.short
+    assert long_.cjk
+    assert not long_.short
+    assert mixed.cjk
+    assert not mixed.short
     assert not latin.cjk
 
 

@@ -90,7 +90,8 @@ def test_cross_session_search_finds_tool_text():
     manager.append(b, msg("m", text="nothing to see"))
     assert [(r.session_id, r.id) for r in manager.search("TimeoutError")] == [(a, "t1")]
     answer = manager.tools()["session_search"].execute(query="TimeoutError upstream")
-    assert answer.startswith("[assistant] ") and "**TimeoutError** **upstream**" in answer  # the snippet
+    assert answer.startswith("[assistant] ")
+    assert "**TimeoutError** **upstream**" in answer
 
 
 def test_update_fork_bulk_and_import_keep_tool_text(session, tmp_path):
@@ -104,7 +105,8 @@ def test_update_fork_bulk_and_import_keep_tool_text(session, tmp_path):
     manager.append_all(sid, [msg("x"), failed_call("y")])
     fork = manager.fork(sid, "y", "fork")
     found = {(r.session_id, r.id) for r in manager.search("TimeoutError")}
-    assert (sid, "y") in found and any(s == fork.id for s, _ in found)
+    assert (sid, "y") in found
+    assert any(s == fork.id for s, _ in found)
 
 
 def test_backfill_fills_rows_written_without_tool_text(session):
@@ -151,7 +153,9 @@ def test_tool_text_is_bounded_and_skips_json_syntax(settings):
     settings.AGENT_SESSIONS_SEARCH_TOOL_TEXT_CHARS = 50
     message = tool_msg("t", "dump", "c", {"q": "x"}, {"rows": ["alpha " * 40]})
     text = tool_text(message)
-    assert len(text) == 50 and text.startswith("x\nalpha") and "{" not in text
+    assert len(text) == 50
+    assert text.startswith("x\nalpha")
+    assert "{" not in text
     settings.AGENT_SESSIONS_SEARCH_TOOL_TEXT_CHARS = 0
     assert tool_text(message) == ""
 

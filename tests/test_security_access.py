@@ -69,7 +69,8 @@ def test_tools_run_only_on_owned_sessions_and_search_only_owned_data(api, bob_ap
     # On his own session, session_search sees only his sessions.
     result = bob_api.post(f"/sessions/{bob_sid}/tools/session_search", {"arguments": {"query": "shared keyword"}})
     assert result.status_code == 200
-    assert "bob secret" in result.json()["result"] and "alice" not in result.json()["result"]
+    assert "bob secret" in result.json()["result"]
+    assert "alice" not in result.json()["result"]
     # A context write through a tool lands in his own session's block only.
     bob_api.post(f"/sessions/{bob_sid}/tools/set_context", {"arguments": {"label": "memory", "content": "bob fact"}})
     assert "bob fact" not in api.get(f"/sessions/{alice_sid}/context/memory").json()["content"]

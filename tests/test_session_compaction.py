@@ -109,7 +109,8 @@ def test_overlay_is_stored_and_applied_and_originals_stay(session):
     }
     assert session.get_message("m2")["id"] == "m2"  # originals stay in the table
     assert session.get_path_length() == 6
-    assert "m1-word" in summaries[0] and "m5-word" not in summaries[0]
+    assert "m1-word" in summaries[0]
+    assert "m5-word" not in summaries[0]
 
 
 def test_function_gets_history_and_the_session_counter(session):
@@ -211,7 +212,7 @@ def test_branch_compaction_extends_only_from_overlays_visible_on_that_branch(ses
 
 
 @pytest.mark.parametrize(
-    "from_id,to_id",
+    ("from_id", "to_id"),
     [("m1", "nope"), ("nope", "m2"), ("m3", "m1"), ("m1", "b1")],
     ids=["unknown-to", "unknown-from", "reversed", "to-on-sibling"],
 )
@@ -286,7 +287,8 @@ def test_acompact_awaits_the_reference_functions_async_path(session_id):
     result = asyncio.run(session.acompact())
     assert (result.from_message_id, result.summary) == ("m1", "ASYNC SUMMARY")
     stored = asyncio.run(session.aadd_compaction("manual", "m0", "m0"))
-    assert isinstance(stored, StoredCompaction) and len(seen) == 1
+    assert isinstance(stored, StoredCompaction)
+    assert len(seen) == 1
 
 
 # ── the system prompt ───────────────────────────────────────────────────────
@@ -307,7 +309,8 @@ def test_cached_prompt_is_refreshed_after_a_compaction(session_id):
     assert session.freeze_system_prompt() == before  # writes do not change a frozen prompt
     session.compact()
     after = session.freeze_system_prompt()
-    assert "learned: likes tea" in after and after != before
+    assert "learned: likes tea" in after
+    assert after != before
 
 
 # ── a custom storage ────────────────────────────────────────────────────────

@@ -73,7 +73,8 @@ def test_extractive_fills_the_four_sections_from_first_sentences():
     current = summary[summary.index("## Current State") : summary.index("## Open Items")]
     assert "Last message (user): Which hotels are near Gion?" in current
     open_items = summary[summary.index("## Open Items") :]
-    assert "- Which hotels are near Gion?" in open_items and "- Also, are trains frequent?" in open_items
+    assert "- Which hotels are near Gion?" in open_items
+    assert "- Also, are trains frequent?" in open_items
     assert '"temp"' not in summary  # tool payloads are not quoted
 
 
@@ -96,7 +97,8 @@ def test_extractive_respects_the_budget_by_dropping_the_oldest_points():
     messages = [text(f"m{i}", "user", f"Point number {i} is about topic {i}. Details follow here.") for i in range(40)]
     summary = extractive_summarizer(build_summary_prompt(messages, None, 120))
     assert estimate_string_tokens(summary) <= 120
-    assert "Point number 39" in summary and "- user: Point number 1 is" not in summary
+    assert "Point number 39" in summary
+    assert "- user: Point number 1 is" not in summary
     assert all(s in summary for s in SECTIONS)
 
 
@@ -107,13 +109,16 @@ def test_extractive_is_bounded_whatever_the_range():
     summary = extractive_summarizer(prompt)
     assert 1_000 < estimate_string_tokens(summary) <= MAX_SUMMARY_TOKENS
     assert len(summary) < 12_000
-    assert "- user: Turn 3998." in summary and "- user: Turn 0." not in summary
-    assert "earlier points omitted)" in summary and all(s in summary for s in SECTIONS)
+    assert "- user: Turn 3998." in summary
+    assert "- user: Turn 0." not in summary
+    assert "earlier points omitted)" in summary
+    assert all(s in summary for s in SECTIONS)
 
 
 def test_extractive_handles_a_plain_prompt_and_an_empty_one():
     summary = extractive_summarizer("Just some text. Nothing structured?")
-    assert all(s in summary for s in SECTIONS) and "Just some text." in summary
+    assert all(s in summary for s in SECTIONS)
+    assert "Just some text." in summary
     assert extractive_summarizer("") == ""
 
 
@@ -186,7 +191,8 @@ def test_list_content_extra_body_and_no_system_prompt(chat_server):
     )
     assert summarizer("p") == "AB"
     body = chat_server.requests[0]["body"]
-    assert body["messages"] == [{"role": "user", "content": "p"}] and body["temperature"] == 0
+    assert body["messages"] == [{"role": "user", "content": "p"}]
+    assert body["temperature"] == 0
 
 
 def test_async_call_uses_real_http_too(chat_server):

@@ -152,7 +152,8 @@ def test_direct_construction_prompt_store_without_key_gets_namespaced_init(sessi
     session = Session(DjangoSessionProvider(session_id), prompt_store=store)
     session.add_context("soul", provider=StaticProvider("S"))
     session.freeze_system_prompt()
-    assert store.key == f"_system_prompt_{session_id}" and store.get().endswith("S")
+    assert store.key == f"_system_prompt_{session_id}"
+    assert store.get().endswith("S")
 
 
 def test_estimate_does_not_freeze(session):
@@ -230,4 +231,5 @@ def test_frozen_prompt_survives_a_real_new_process(session_id):
         timeout=120,
         check=True,
     )
-    assert child.stdout == prompt and prompt.endswith("Original.")
+    assert child.stdout == prompt
+    assert prompt.endswith("Original.")

@@ -69,12 +69,13 @@ CASES = [
 
 
 @pytest.mark.parametrize("use_async", [False, True], ids=["execute", "aexecute"])
-@pytest.mark.parametrize("name, arguments, fragment", CASES)
+@pytest.mark.parametrize(("name", "arguments", "fragment"), CASES)
 def test_context_tools_name_the_problem_and_write_nothing(session, session_id, name, arguments, fragment, use_async):
     tool = session.tools()[name]
     before = snapshot(session_id)
     result = run(tool, use_async, **arguments)
-    assert result.startswith("Error: ") and fragment in result
+    assert result.startswith("Error: ")
+    assert fragment in result
     assert result.endswith("valid: " + ", ".join(tool.parameters["properties"])) or "must be" in result
     assert snapshot(session_id) == before
     assert session.get_loaded_skill_keys() == set()

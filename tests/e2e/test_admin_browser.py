@@ -224,7 +224,8 @@ def test_operator_finds_answers_in_a_10k_session(live_server, staff, chromium_pa
             # The leaf list shows excerpt, role and time, and the selected leaf is scrolled into its box.
             leaf_item = page.locator(".as-leaves .as-selected-leaf")
             assert f"{ops['leaf']} notes on the rail timetable" in leaf_item.inner_text()
-            assert leaf_item.locator("time").count() == 1 and leaf_item.locator(".as-role").inner_text() == "ASSISTANT"
+            assert leaf_item.locator("time").count() == 1
+            assert leaf_item.locator(".as-role").inner_text() == "ASSISTANT"
             inside = page.evaluate(
                 "() => { const i = document.querySelector('.as-leaves .as-selected-leaf'); const b = i.closest('ul');"
                 " const r = i.getBoundingClientRect(), s = b.getBoundingClientRect();"
@@ -237,7 +238,8 @@ def test_operator_finds_answers_in_a_10k_session(live_server, staff, chromium_pa
             page.press("[data-jump='message'] input[name='focus']", "Enter")
             page.wait_for_url("**focus=m9050**")
             target = page.locator("#msg-m9050")
-            assert target.is_visible() and "as-focus" in target.get_attribute("class")
+            assert target.is_visible()
+            assert "as-focus" in target.get_attribute("class")
             assert page.evaluate(
                 "() => { const r = document.getElementById('msg-m9050').getBoundingClientRect();"
                 " return r.top > -2 && r.top < innerHeight; }"
@@ -269,7 +271,8 @@ def test_operator_finds_answers_in_a_10k_session(live_server, staff, chromium_pa
             assert "zebracrossing" in hit.inner_text()
             assert page.locator("[data-compaction-id='ops-big'] > details.as-originals").get_attribute("open") == ""
             panel = page.locator("#as-context").inner_text()
-            assert "ops-big" in panel and "You are a careful rail assistant." in panel
+            assert "ops-big" in panel
+            assert "You are a careful rail assistant." in panel
             page.screenshot(path=str(ARTIFACTS / "admin-ops-range-hit.png"))
 
             # The rest of the range loads 500 rows at a time, not 50 per click.
@@ -278,7 +281,8 @@ def test_operator_finds_answers_in_a_10k_session(live_server, staff, chromium_pa
             rows_js = "document.querySelectorAll(\"[data-compaction-id='ops-big'] li.as-msg\").length"
             page.wait_for_function(f"() => {rows_js} >= {before + 500}")
             last_loaded = NEEDLE_AT - 10 + 50 + 500 - 1
-            assert page.locator(f"#msg-m{last_loaded}").count() == 1 and last_loaded < BIG_RANGE[1]
+            assert page.locator(f"#msg-m{last_loaded}").count() == 1
+            assert last_loaded < BIG_RANGE[1]
 
             # The huge summary is cut; "show all" loads its rest in a bounded, scrolling box.
             summary = page.locator("[data-compaction-id='ops-big'] > details.as-more")
@@ -293,7 +297,8 @@ def test_operator_finds_answers_in_a_10k_session(live_server, staff, chromium_pa
             context = page.locator("#as-context")
             text = context.inner_text()
             assert f"Context of assistant message m{NEEDLE_AT + 2}" in text
-            assert "SOUL [readonly]" in text and "written after this message" in text
+            assert "SOUL [readonly]" in text
+            assert "written after this message" in text
             assert context.locator("[data-context='parent']").inner_text() == f"m{NEEDLE_AT + 1}"
             context.screenshot(path=str(ARTIFACTS / "admin-ops-context.png"))
 

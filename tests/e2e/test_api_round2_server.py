@@ -91,7 +91,8 @@ def assert_json_error(response: httpx.Response, status: int, code: str | None = 
     assert response.status_code == status, response.text[:300]
     assert response.headers["content-type"].startswith("application/json"), response.text[:300]
     body = response.json()
-    assert body["detail"] and body["code"]
+    assert body["detail"]
+    assert body["code"]
     if code:
         assert body["code"] == code
 
@@ -150,12 +151,13 @@ def test_longest_ids_are_fetchable_and_longer_urls_are_json_414(client):
     assert len(long_id.encode()) == 512
     assert client.post(f"/sessions/{sid}/messages", json={"message": ui(long_id)}).status_code == 201
     fetched = client.get(f"/sessions/{sid}/messages/{quote(long_id, safe='')}")
-    assert fetched.status_code == 200 and fetched.json()["id"] == long_id
+    assert fetched.status_code == 200
+    assert fetched.json()["id"] == long_id
     assert_json_error(client.get("/sessions/" + "x" * 6000), 414, "uri_too_long")
 
 
 @pytest.mark.parametrize(
-    "method, path, status",
+    ("method", "path", "status"),
     [
         ("DELETE", "/sessions", 405),
         ("PATCH", "/sessions/{sid}/messages/m1", 405),

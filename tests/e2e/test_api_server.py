@@ -145,10 +145,13 @@ def test_conversation_over_http(server, django_user_model):
 
         history = client.get(f"/sessions/{sid}/history", params={"leaf_id": "u4"}).json()["messages"]
         ids = [m["id"] for m in history]
-        assert ids[:3] == ["u1", "a1", "u2"] and ids[-1] == "u4"
-        assert f"compaction_{overlay['id']}" in ids and len(ids) < 7
+        assert ids[:3] == ["u1", "a1", "u2"]
+        assert ids[-1] == "u4"
+        assert f"compaction_{overlay['id']}" in ids
+        assert len(ids) < 7
         summary = next(m for m in history if m["id"] == f"compaction_{overlay['id']}")
-        assert summary["parts"][0]["text"] == overlay["summary"] and overlay["summary"].strip()
+        assert summary["parts"][0]["text"] == overlay["summary"]
+        assert overlay["summary"].strip()
         # The originals stay stored; the raw path still counts them.
         assert client.get(f"/sessions/{sid}/path-length", params={"leaf_id": "u4"}).json() == {"length": 7}
 

@@ -101,14 +101,16 @@ def test_append_returns_before_the_worker_stores_the_summary(worker, session_id,
     )
     assert overlay.summary == "SLOW SUMMARY"
     history = session.get_history()
-    assert history[1]["id"] == f"compaction_{overlay.id}" and history[-1]["id"] == "crossing"
+    assert history[1]["id"] == f"compaction_{overlay.id}"
+    assert history[-1]["id"] == "crossing"
     status = wait_for(
         lambda: (s := jobs.get_compaction_status(session_id))["status"] == "succeeded" and s,
         30,
         "the job to finish",
         log,
     )
-    assert status["attempts"] == 1 and status["last_error"] == ""
+    assert status["attempts"] == 1
+    assert status["last_error"] == ""
 
 
 def test_concurrent_triggers_produce_one_compaction(worker, session_id):

@@ -84,11 +84,14 @@ def test_the_publish_is_an_on_commit_callback(queue, session_id, django_capture_
     session = registry.get(sessions_registry.FAST).get_session(session_id)
     with django_capture_on_commit_callbacks() as callbacks:
         assert session.append_message(msg("crossing", text="this one crosses the threshold " * 10)) is True
-    assert len(callbacks) == 1 and sent == []  # registered for the commit, not run before it
+    assert len(callbacks) == 1
+    assert sent == []
     callbacks[0]()
-    assert len(sent) == 1 and sent[0]["args"][:2] == (sessions_registry.FAST, session_id)
+    assert len(sent) == 1
+    assert sent[0]["args"][:2] == (sessions_registry.FAST, session_id)
     job = CompactionJob.objects.get(session_id=session_id)
-    assert job.status == "pending" and job.enqueued_at is not None
+    assert job.status == "pending"
+    assert job.enqueued_at is not None
 
 
 def test_the_publish_happens_at_the_real_commit(queue, session_id, monkeypatch):
@@ -111,7 +114,9 @@ def test_a_rolled_back_append_publishes_nothing(queue, session_id, django_captur
         with pytest.raises(RuntimeError), transaction.atomic():
             session.append_message(msg("crossing", text="this one crosses the threshold " * 10))
             raise RuntimeError("rolled back")
-    assert callbacks == [] and sent == [] and session.get_message("crossing") is None
+    assert callbacks == []
+    assert sent == []
+    assert session.get_message("crossing") is None
 
 
 def test_transient_failures_are_retried_with_backoff_on_a_real_worker(worker, session_id):
@@ -128,7 +133,8 @@ def test_transient_failures_are_retried_with_backoff_on_a_real_worker(worker, se
     retries = re.findall(r"Retry in (\d+(?:\.\d+)?)s", log)
     assert len(retries) == FAIL_FIRST, log[-3000:]  # each failure re-queued with a countdown (backoff, jittered)
     assert all(float(r) <= 2 ** (i + 1) for i, r in enumerate(retries))
-    assert "injected outage 1" in log and "injected outage 2" in log
+    assert "injected outage 1" in log
+    assert "injected outage 2" in log
 
 
 def test_api_compaction_202_then_poll_is_served_by_the_worker(worker, api):  # noqa: F811
@@ -162,9 +168,12 @@ def test_the_sweeper_resends_an_expired_named_job(queue, session_id, monkeypatch
     )  # its holder vanished on another host: only the expiry tells
     assert token
     assert jobs.sweep_pending_compactions() == 1
-    assert len(sent) == 1 and sent[0]["args"] == (sessions_registry.FAST, session_id, None)
+    assert len(sent) == 1
+    assert sent[0]["args"] == (sessions_registry.FAST, session_id, None)
     job = CompactionJob.objects.get(session_id=session_id)
-    assert job.status == "pending" and job.holder == "" and job.enqueued_at is not None
+    assert job.status == "pending"
+    assert job.holder == ""
+    assert job.enqueued_at is not None
     assert jobs.sweep_pending_compactions() == 0  # published and within the grace period: left alone
 
 
@@ -178,7 +187,9 @@ def test_compact_sessions_reports_what_it_sent(queue, session_id, monkeypatch):
     fill(session_id, 5)
     out = StringIO()
     call_command("compact_sessions", session_id, "--config", sessions_registry.FAST, "--no-progress", stdout=out)
-    assert "Compaction: 1 published." in out.getvalue() and len(sent) == 1  # a worker runs it, not this process
+    assert "Compaction: 1 published." in out.getvalue()
+    assert len(sent) == 1
     out = StringIO()
     call_command("compact_sessions", session_id, "--config", sessions_registry.FAST, "--no-progress", stdout=out)
-    assert "Compaction: 1 skipped (already queued or running)." in out.getvalue() and len(sent) == 1
+    assert "Compaction: 1 skipped (already queued or running)." in out.getvalue()
+    assert len(sent) == 1

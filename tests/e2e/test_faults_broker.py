@@ -126,7 +126,8 @@ def test_hung_broker_append_returns_within_two_seconds(redis_server, session_id)
     finally:
         redis_server.resume()
     assert took <= 2.0, f"the append waited {took:.1f}s on a hung broker"
-    assert status["status"] == "pending" and status["enqueued_at"] is None
+    assert status["status"] == "pending"
+    assert status["enqueued_at"] is None
     assert "EnqueueTimeout" in status["last_error"]
     assert session.get_message("crossing") is not None
 
@@ -149,7 +150,8 @@ def test_broker_down_thirty_seconds_then_back_compacts_without_beat(redis_server
             assert session.append_message(msg(f"x{i}", text="this one crosses the threshold " * 10)) is True
             assert time.monotonic() - started <= 2.0
         status = jobs.get_compaction_status(session_id)
-        assert status["status"] == "pending" and status["enqueued_at"] is None
+        assert status["status"] == "pending"
+        assert status["enqueued_at"] is None
         assert "enqueue failed" in status["last_error"]
         with pytest.raises(CommandError, match="could not publish"):
             call_command("compact_sessions", session_id, "--config", sessions_registry.FAST, "--no-progress")

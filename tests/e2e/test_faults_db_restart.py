@@ -28,6 +28,7 @@ import psycopg
 import pytest
 
 from tests.e2e.support import ROOT, unavailable
+import contextlib
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres_only, pytest.mark.timeout(300)]
 
@@ -89,10 +90,8 @@ class Cluster:
             return False
 
     def destroy(self) -> None:
-        try:
+        with contextlib.suppress(subprocess.CalledProcessError):
             self._run(_bin("pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
-        except subprocess.CalledProcessError:
-            pass
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def stored(self, session_id: str) -> list[str]:
@@ -169,4 +168,5 @@ def test_database_restart_under_four_looping_clients_no_failure_once_back(cluste
         assert sum(1 for c in calls if c["call"] == "append" and c["start"] > back) > 10  # it kept working
         acked = [c["id"] for c in calls if c["call"] == "append"]
         stored = cluster.stored(session_id)
-        assert sorted(stored) == sorted(set(stored)) and set(acked) <= set(stored)
+        assert sorted(stored) == sorted(set(stored))
+        assert set(acked) <= set(stored)

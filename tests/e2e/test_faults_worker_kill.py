@@ -113,14 +113,16 @@ def _exactly_one_overlay(session, session_id: str, killed_at: float, log: Path) 
     time.sleep(SUMMARY_DELAY + 1)  # room for a duplicate run to (wrongly) store a second overlay
     assert len(session.get_compactions()) == 1
     status = jobs.get_compaction_status(session_id)
-    assert status["holder"] == "" and status["attempts"] >= 1
+    assert status["holder"] == ""
+    assert status["attempts"] >= 1
 
 
 def test_shipped_settings_of_these_drills():
     from django.conf import settings
 
     assert conf.compaction_lease_seconds() == 60
-    assert settings.CELERY_TASK_ACKS_LATE and settings.CELERY_TASK_REJECT_ON_WORKER_LOST
+    assert settings.CELERY_TASK_ACKS_LATE
+    assert settings.CELERY_TASK_REJECT_ON_WORKER_LOST
     assert settings.CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"] == 900
 
 
@@ -136,7 +138,8 @@ def test_pool_child_killed_mid_compaction_is_taken_over_at_once(workers, session
     text = log.read_text(errors="replace")
     assert "took over the compaction" in text, text[-3000:]
     ids = [m["id"] for m in session.get_history()]
-    assert ids[-3:] == ["late0", "late1", "late2"] and ids[0] == "m0"
+    assert ids[-3:] == ["late0", "late1", "late2"]
+    assert ids[0] == "m0"
 
 
 def test_whole_worker_group_killed_mid_compaction_recovers_when_a_worker_starts(workers, session_id):
