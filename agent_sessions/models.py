@@ -255,7 +255,7 @@ class ApiKey(models.Model):
     @classmethod
     def issue(cls, owner, name: str = "", *, using: str | None = None) -> tuple[ApiKey, str]:
         """Create a key for ``owner``; returns it with the plain token (not stored anywhere)."""
-        from .api.tokens import hash_token, new_token, token_prefix
+        from .credentials import hash_token, new_token, token_prefix
 
         token = new_token()
         key = cls(owner=owner, name=name, prefix=token_prefix(token), hashed_secret=hash_token(token))

@@ -4,14 +4,18 @@ Callbacks (summarisers, providers) are Python objects a worker cannot receive
 over a broker; the task gets ``(name, session_id)`` instead and looks the
 configuration up here.  Configurations are registered at import time by
 modules named ``sessions.py`` in installed apps (auto-imported like
-``admin.py``) or by ``SessionManager(name=...)``.
+``admin.py``), by the modules of ``AGENT_SESSIONS_CONFIG_MODULES`` (the JSON
+API's own configuration is always among them), or by ``SessionManager(name=...)``.
 """
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Any, Protocol
 
 from django.utils.module_loading import autodiscover_modules
+
+from . import conf
 
 
 class SessionFactory(Protocol):
@@ -22,6 +26,7 @@ class SessionFactory(Protocol):
 
 _REGISTRY: dict[str, SessionFactory] = {}
 _discovered = False
+_imported: set[str] = set()
 
 
 class _CallableFactory:
@@ -49,11 +54,15 @@ def unregister(name: str) -> None:
 
 
 def autodiscover() -> None:
-    """Import ``sessions.py`` of every installed app once, so their registrations run."""
+    """Import ``sessions.py`` of every installed app once, and each configuration module not imported yet."""
     global _discovered
     if not _discovered:
         _discovered = True
         autodiscover_modules("sessions")
+    for module in conf.config_modules():
+        if module not in _imported:
+            import_module(module)
+            _imported.add(module)
 
 
 def get(name: str) -> SessionFactory | None:

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 
 from . import conf
-from .exceptions import AgentSessionsError
+from .exceptions import SummarizerError
 from .tokens import estimate_string_tokens
 
 __all__ = ["OpenAICompatibleSummarizer", "SummarizerError", "extractive_summarizer"]
@@ -29,14 +29,6 @@ _TOOL_NAME = re.compile(r"^\[Tool: (.*)\]$")
 _TOOL_LINE = re.compile(r"^(Input|Output|Error): ")
 _ROLE_LINE = re.compile(r"^\[([A-Za-z_-]+)\]$")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
-
-
-class SummarizerError(AgentSessionsError):
-    """A summariser could not produce a summary (HTTP error, unreachable server, bad response)."""
-
-    def __init__(self, message: str, *, status_code: int | None = None) -> None:
-        super().__init__(message)
-        self.status_code = status_code
 
 
 # ── Extractive (offline) summariser ─────────────────────────────────────────

@@ -30,7 +30,6 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager, nullcontext
 from datetime import datetime, timedelta
-from importlib import import_module
 from typing import Any
 
 import httpx
@@ -41,9 +40,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from . import conf, leases, registry
+from .exceptions import EnqueueTimeout, SummarizerError, TransientCompactionError
 from .models import CompactionJob
 from .storage.orm import DjangoSessionProvider
-from .summarizers import SummarizerError
 
 __all__ = [
     "TransientCompactionError",
@@ -57,10 +56,6 @@ __all__ = [
 
 logger = logging.getLogger("agent_sessions")
 Status = CompactionJob.Status
-
-
-class TransientCompactionError(Exception):
-    """A failure worth retrying (e.g. the summariser's network); wraps the original."""
 
 
 def is_transient(error: BaseException) -> bool:
@@ -253,15 +248,9 @@ def _compact_with_local_lock(session: Any, leaf_id: str | None) -> dict:
 
 # ── the Celery tasks ─────────────────────────────────────────────────────────
 
-_imported_modules: set[str] = set()
-
 
 def load_session(config_name: str, session_id: str) -> Any:
-    """Rebuild a named configuration's session (imports ``AGENT_SESSIONS_CONFIG_MODULES`` first)."""
-    for module in conf.config_modules():
-        if module not in _imported_modules:
-            import_module(module)
-            _imported_modules.add(module)
+    """Rebuild a named configuration's session (configuration modules are imported first)."""
     factory = registry.get(config_name)
     if factory is None:
         raise LookupError(f"no session configuration is registered as {config_name!r}")
@@ -379,10 +368,6 @@ def sweep_pending_compactions(using: str | None = None) -> int:
 # ── enqueueing and status ────────────────────────────────────────────────────
 
 PUBLISHED, JOINED, UNSENT = "published", "joined", "failed to publish"
-
-
-class EnqueueTimeout(Exception):
-    """The broker did not take the task within ``AGENT_SESSIONS_ENQUEUE_TIMEOUT_SECONDS``."""
 
 
 def _claim_pending(config_name: str, session_id: str, leaf_id: str | None, force: bool, using: str | None) -> bool:

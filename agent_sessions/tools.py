@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .asyncutils import acall, call
+from .exceptions import ToolArgumentError
 
 logger = logging.getLogger(__name__)
 
@@ -23,10 +24,6 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "object": (dict,),
     "array": (list, tuple),
 }
-
-
-class ToolArgumentError(ValueError):
-    """Arguments do not match the tool's schema (reported to the model as ``Error: ...``)."""
 
 
 class Tool:

@@ -475,7 +475,7 @@ def test_compact_now_records_a_real_failure(admin_client, chat, configs):
 
 # ── API keys ────────────────────────────────────────────────────────────
 def test_api_key_issue_shows_token_once_and_stores_digest(admin_client, admin_user):
-    from agent_sessions.api.tokens import digests_match
+    from agent_sessions.credentials import digests_match
     from agent_sessions.models import ApiKey
 
     response = admin_client.post(f"{BASE}/apikey/add/", {"owner": admin_user.pk, "name": "ci bot"}, follow=True)

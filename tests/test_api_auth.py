@@ -13,8 +13,8 @@ from django.core.management import CommandError, call_command
 from django.test import Client, RequestFactory
 from django.utils import timezone
 
-from agent_sessions.api.admin_snippet import ApiKeyAdmin
-from agent_sessions.api.tokens import hash_token
+from agent_sessions.admin.api_keys import ApiKeyAdmin
+from agent_sessions.credentials import hash_token
 from agent_sessions.models import ApiKey, Message, SessionRecord
 from tests.test_api_helpers import (  # noqa: F401 - fixtures
     Api,
@@ -241,7 +241,7 @@ def test_create_api_key_command(alice):
         call_command("create_api_key", "nobody", stdout=io.StringIO(), stderr=io.StringIO())
 
 
-def test_admin_snippet_issues_a_token_once(alice, staff_user):
+def test_key_issued_in_the_admin_authenticates_the_api(alice, staff_user):
     request = RequestFactory().post("/admin/")
     request.user = staff_user
     request.session = {}

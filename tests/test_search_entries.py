@@ -7,8 +7,8 @@ from django.db import connection
 
 from agent_sessions import DjangoSearchProvider
 from agent_sessions.search import SNIPPET_START
+from agent_sessions.search.args import query_terms
 from agent_sessions.storage import backends
-from agent_sessions.storage.search_query import query_terms
 
 pytestmark = pytest.mark.django_db
 

@@ -8,8 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent_sessions import DjangoSearchProvider, Session
+from agent_sessions.search.args import query_terms
 from agent_sessions.storage import backends, orm
-from agent_sessions.storage.search_query import query_terms
 from tests.conftest import msg
 
 pytestmark = pytest.mark.django_db

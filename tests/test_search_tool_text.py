@@ -13,7 +13,7 @@ from django.db.migrations.executor import MigrationExecutor
 from agent_sessions import SessionManager
 from agent_sessions.models import Message
 from agent_sessions.search import SNIPPET_START
-from agent_sessions.search.install import backfill_tool_text
+from agent_sessions.storage.search_schema import backfill_tool_text
 from agent_sessions.types import tool_text
 from tests.conftest import msg, tool_msg
 from tests.support.search_docs import ids, search

@@ -33,7 +33,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
         if change:
             super().save_model(request, obj, form, change)
             return
-        from ..api.tokens import hash_token, new_token, token_prefix
+        from ..credentials import hash_token, new_token, token_prefix
 
         token = new_token()
         obj.prefix, obj.hashed_secret = token_prefix(token), hash_token(token)

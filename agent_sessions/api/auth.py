@@ -17,9 +17,9 @@ from ninja.security import APIKeyCookie, HttpBearer
 from ninja.utils import check_csrf
 
 from .. import conf
+from ..credentials import PREFIX_LENGTH, TOKEN_TAG, digests_match, token_prefix
 from ..models import ApiKey
 from .errors import ApiError
-from .tokens import PREFIX_LENGTH, TOKEN_TAG, digests_match, token_prefix
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 _MAX_TOKEN_LENGTH = 200

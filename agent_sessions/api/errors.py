@@ -24,8 +24,8 @@ from ..exceptions import (
     InvalidMessage,
     MessageTooLarge,
     SearchNotSupported,
+    SessionNotFound,
 )
-from ..manager import SessionNotFound
 
 logger = logging.getLogger(__name__)
 

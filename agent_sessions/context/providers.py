@@ -6,8 +6,8 @@ from django.db import connections, router
 from django.utils import timezone
 
 from ..models import ContextBlockRecord, SearchEntry
+from ..search.args import query_terms
 from ..storage import backends
-from ..storage.search_query import query_terms
 
 SEARCH_LIMIT = 10
 

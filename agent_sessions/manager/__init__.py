@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
+from ..exceptions import SessionNotFound
 from .core import SessionManager, get_registered
-from .records import SessionNotFound
 
 __all__ = ["SessionManager", "SessionNotFound", "get_registered"]

@@ -10,7 +10,7 @@ from django.db import connections
 from django.db.models import F
 from django.db.models.functions import Right
 
-from ..exceptions import AgentSessionsError
+from ..exceptions import SessionNotFound
 from ..models import Compaction, CompactionJob, ContextBlockRecord, Message, SearchEntry, SessionRecord
 from ..session_context import PROMPT_KEY
 from ..storage import backends
@@ -19,10 +19,6 @@ from . import clock
 
 # Newest first; the monotonic clock makes ties rare, the id makes them deterministic.
 LIST_ORDER = ("-updated_at", "-created_at", "-id")
-
-
-class SessionNotFound(AgentSessionsError, LookupError):
-    """No row in ``assistant_sessions`` has this id."""
 
 
 def to_info(row: SessionRecord) -> SessionInfo:

@@ -2,7 +2,7 @@
 
 from django.db import migrations
 
-from agent_sessions.search.install import install_trigram, uninstall_trigram
+from agent_sessions.storage.search_schema import install_trigram, uninstall_trigram
 
 
 class Migration(migrations.Migration):

@@ -7,7 +7,7 @@ a trigram index on Postgres) cover it with a lower weight than ``text_content``.
 
 from django.db import migrations, models
 
-from agent_sessions.search.install import install_tool_text, uninstall_tool_text
+from agent_sessions.storage.search_schema import install_tool_text, uninstall_tool_text
 
 
 class Migration(migrations.Migration):

@@ -4,7 +4,8 @@
 into SQLite FTS5 / Postgres SQL; ``run`` executes it; ``snippet`` marks hits.
 """
 
-from .query import MAX_TERMS, AnyOf, Query, SearchQueryError, Term, parse
+from ..exceptions import SearchQueryError
+from .query import MAX_TERMS, AnyOf, Query, Term, parse
 from .snippet import START as SNIPPET_START
 from .snippet import STOP as SNIPPET_STOP
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .. import conf
-from .query import Query, SearchQueryError, parse
+from ..exceptions import SearchQueryError
+from .query import Query, parse
 
 
 class QueryTerms(list):

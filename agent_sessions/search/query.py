@@ -72,10 +72,6 @@ UNSPACED_RANGES: tuple[tuple[str, str], ...] = (
 _CJK = re.compile("[" + "".join(f"{lo}-{hi}" for lo, hi in UNSPACED_RANGES) + "]")
 
 
-class SearchQueryError(ValueError):
-    """A search argument (not the query text: that never fails) is unusable."""
-
-
 def is_cjk(text: str) -> bool:
     """True when ``text`` contains a character of a script written without spaces (CJK, Thai, Khmer, …)."""
     return _CJK.search(text) is not None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from . import args as search_query
+from . import args
 from .plan import ENTRIES, MESSAGES, Filters, Target, finish
 from .query import Query
 
@@ -26,15 +26,15 @@ def search_rows(
     snippets: bool = False,
 ) -> list[tuple]:
     """Rows of ``target.columns`` (plus a snippet when asked), best match first; ``[]`` if nothing can match."""
-    query = search_query.as_query(terms)
-    limit, offset = search_query.page(limit, offset)
+    query = args.as_query(terms)
+    limit, offset = args.page(limit, offset)
     filters = Filters(
         scope=scope,
-        roles=search_query.roles(role),
+        roles=args.roles(role),
         limit=limit,
         offset=offset,
         snippets=bool(snippets),
-        scan_rows=search_query.scan_rows(),
+        scan_rows=args.scan_rows(),
     )
     if not query or limit == 0 or (scope is not None and (not isinstance(scope, str) or "\x00" in scope)):
         return []
@@ -53,7 +53,7 @@ def ranked_message_sql(cursor, compile_query: Compiler, query: Query, scope: str
     For :meth:`agent_sessions.querysets.MessageQuerySet.search`, which joins it;
     ``query`` must be non-empty (check with ``bool(query)`` first).
     """
-    filters = Filters(scope=scope, limit=search_query.MAX_PAGE, scan_rows=search_query.scan_rows(), ranked=True)
+    filters = Filters(scope=scope, limit=args.MAX_PAGE, scan_rows=args.scan_rows(), ranked=True)
     return compile_query(cursor, query, RANKED_MESSAGES, filters)
 
 

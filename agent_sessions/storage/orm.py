@@ -24,6 +24,7 @@ from ..exceptions import InvalidMessage
 from ..models import Compaction, Message
 from ..overlays import apply_overlays
 from ..reconnect import ensure_connection, read_with_retry
+from ..search.args import query_terms
 from ..tokens import estimate_one_message_tokens
 from ..types import (
     HistoryRowStat,
@@ -36,7 +37,6 @@ from ..types import (
     validate_message,
 )
 from . import backends
-from .search_query import query_terms
 
 OMITTED = object()
 """Sentinel: the caller left ``parent_id`` out (auto-parent to the latest leaf)."""

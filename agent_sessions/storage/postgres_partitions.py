@@ -14,16 +14,14 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..exceptions import PartitionError
+
 KEY = "session_id"
 TABLES = ("assistant_messages", "assistant_compactions")
 BATCH = 100_000
 """Rows per copy statement (one progress step)."""
 
 _INDEX_DEF = re.compile(r"^(CREATE (?:UNIQUE )?INDEX )(\S+)( ON )(?:ONLY )?(\S+)( USING .*)$", re.S)
-
-
-class PartitionError(Exception):
-    """The table cannot be partitioned as it stands (the message says why)."""
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ Without the PostgreSQL binaries the test skips, except under CI (``CI`` set), wh
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
@@ -28,7 +29,6 @@ import psycopg
 import pytest
 
 from tests.e2e.support import ROOT, unavailable
-import contextlib
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres_only, pytest.mark.timeout(300)]
 

@@ -25,6 +25,7 @@ from agent_sessions.storage.orm import DjangoSessionProvider
 from agent_sessions.tokens import estimate_one_message_tokens
 from agent_sessions.types import text_content, tool_text, validate_message
 
+from ...exceptions import ArchiveError
 from ._base import session_exists
 
 FORMAT = "agent_sessions.session/1"
@@ -42,10 +43,6 @@ RECORD_FIELDS = (
     "updated_at",
 )
 CHUNK = 2_000
-
-
-class ArchiveError(ValueError):
-    """A document that cannot be imported (wrong shape, duplicate ids)."""
 
 
 def _stamp(value: datetime | None) -> str | None:

@@ -14,11 +14,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...exceptions import TranscriptError
+
 SYSTEM_ROLES = {"system", "developer"}
-
-
-class TranscriptError(ValueError):
-    """The file is not a Chat Completions message list."""
 
 
 @dataclass

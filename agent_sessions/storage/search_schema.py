@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from ..storage import backends
 from ..types import tool_text
+from . import backends
 
 _VENDORS = ("sqlite", "postgresql")
 

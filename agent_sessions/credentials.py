@@ -1,4 +1,4 @@
-"""API key tokens: generation, the stored digest and the display prefix.
+"""API key secrets: generation, the stored digest and the display prefix.
 
 A token is ``ask_`` + 43 url-safe characters (32 random bytes).  It has that
 much entropy, so a single SHA-256 is a safe digest to store (nothing to brute
