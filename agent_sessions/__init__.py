@@ -1,13 +1,15 @@
 """Persistent, tree-structured conversation storage for LLM agents, as a Django app.
 
 The public API is importable from here.  Names load lazily (PEP 562) so that
-importing the package never touches the app registry before Django is set up.
+importing the package never touches the app registry before Django is set up;
+the ``TYPE_CHECKING`` block below states the same names for type checkers
+(``tests/test_public_api.py`` keeps the two in step).
 """
 
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
@@ -20,6 +22,11 @@ _EXPORTS: dict[str, str] = {
     "ContextReadOnly": "exceptions",
     "ContextTooLarge": "exceptions",
     "CompactionNotConfigured": "exceptions",
+    "SessionNotFound": "exceptions",
+    "SearchQueryError": "exceptions",
+    "ToolArgumentError": "exceptions",
+    "SummarizerError": "exceptions",
+    "TransientCompactionError": "exceptions",
     # types
     "SearchResult": "types",
     "RecentHistory": "types",
@@ -37,7 +44,8 @@ _EXPORTS: dict[str, str] = {
     "DjangoSessionProvider": "storage.orm",
     # session
     "Session": "session",
-    "ContextConfig": "session_context",
+    "ContextConfig": "session",
+    "CompactionRunner": "session",
     # context providers, blocks and tools
     "ContextBlock": "context",
     "StaticProvider": "context",
@@ -69,7 +77,115 @@ _EXPORTS: dict[str, str] = {
     "pending_tool_calls": "convert",
 }
 
-__all__ = sorted(_EXPORTS)
+if TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names load lazily
+    from .compaction import (
+        CompactContext,
+        align_boundary_backward,
+        align_boundary_forward,
+        build_summary_prompt,
+        compute_summary_budget,
+        create_compact_function,
+        find_tail_cut_by_tokens,
+        is_compaction_message,
+        sanitize_tool_pairs,
+    )
+    from .context import ContextBlock, DjangoContextProvider, DjangoSearchProvider, StaticProvider, StorageSkillProvider
+    from .convert import (
+        arun_tool_calls,
+        from_anthropic,
+        from_openai_chat,
+        from_openai_responses,
+        pending_tool_calls,
+        run_tool_calls,
+        to_anthropic,
+        to_openai_chat,
+        to_openai_responses,
+    )
+    from .exceptions import (
+        AgentSessionsError,
+        CompactionNotConfigured,
+        ContextReadOnly,
+        ContextTooLarge,
+        InvalidMessage,
+        MessageTooLarge,
+        SearchNotSupported,
+        SearchQueryError,
+        SessionNotFound,
+        SummarizerError,
+        ToolArgumentError,
+        TransientCompactionError,
+    )
+    from .manager import SessionManager
+    from .session import CompactionRunner, ContextConfig, Session
+    from .storage.base import SessionProvider
+    from .storage.orm import DjangoSessionProvider
+    from .tokens import estimate_message_tokens, estimate_string_tokens
+    from .tools import Tool
+    from .types import (
+        COMPACTION_PREFIX,
+        CompactResult,
+        HistoryRowStat,
+        RecentHistory,
+        SearchResult,
+        SessionInfo,
+        StoredCompaction,
+        TokenCounterInput,
+    )
+
+__all__ = [
+    "AgentSessionsError",
+    "COMPACTION_PREFIX",
+    "CompactContext",
+    "CompactResult",
+    "CompactionNotConfigured",
+    "CompactionRunner",
+    "ContextBlock",
+    "ContextConfig",
+    "ContextReadOnly",
+    "ContextTooLarge",
+    "DjangoContextProvider",
+    "DjangoSearchProvider",
+    "DjangoSessionProvider",
+    "HistoryRowStat",
+    "InvalidMessage",
+    "MessageTooLarge",
+    "RecentHistory",
+    "SearchNotSupported",
+    "SearchQueryError",
+    "SearchResult",
+    "Session",
+    "SessionInfo",
+    "SessionManager",
+    "SessionNotFound",
+    "SessionProvider",
+    "StaticProvider",
+    "StorageSkillProvider",
+    "StoredCompaction",
+    "SummarizerError",
+    "TokenCounterInput",
+    "Tool",
+    "ToolArgumentError",
+    "TransientCompactionError",
+    "align_boundary_backward",
+    "align_boundary_forward",
+    "arun_tool_calls",
+    "build_summary_prompt",
+    "compute_summary_budget",
+    "create_compact_function",
+    "estimate_message_tokens",
+    "estimate_string_tokens",
+    "find_tail_cut_by_tokens",
+    "from_anthropic",
+    "from_openai_chat",
+    "from_openai_responses",
+    "is_compaction_message",
+    "pending_tool_calls",
+    "run_tool_calls",
+    "sanitize_tool_pairs",
+    "to_anthropic",
+    "to_openai_chat",
+    "to_openai_responses",
+]
 
 
 def __getattr__(name: str) -> Any:

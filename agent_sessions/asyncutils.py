@@ -1,16 +1,19 @@
-"""Sync/async bridging: callbacks may be plain functions or coroutines, and every
-non-builder method gets an ``a``-prefixed async twin generated from one place."""
+"""Sync/async bridging: callbacks may be plain functions or coroutines, and public
+methods get ``a``-prefixed async twins declared with :func:`async_twin`."""
 
 from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Coroutine
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from asgiref.sync import async_to_sync, sync_to_async
 
 T = TypeVar("T")
+S = TypeVar("S")
+R = TypeVar("R")
+P = ParamSpec("P")
 
 
 def resolve(value: Any) -> Any:
@@ -24,6 +27,11 @@ def resolve(value: Any) -> Any:
     return value
 
 
+def is_async_callable(fn: Any) -> bool:
+    """True for a coroutine function, or an object whose ``__call__`` is one."""
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
+
+
 def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Call a sync-or-async callable from sync code and return its result."""
     return resolve(fn(*args, **kwargs))
@@ -31,12 +39,30 @@ def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 async def acall(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Call a sync-or-async callable from async code; sync ones run in a thread."""
-    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__):
+    if is_async_callable(fn):
         return await fn(*args, **kwargs)
     result = await sync_to_async(fn, thread_sensitive=True)(*args, **kwargs)
     if inspect.isawaitable(result):
         return await result
     return result
+
+
+def async_twin(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], Coroutine[Any, Any, R]]:
+    """The ``a``-prefixed coroutine twin of a sync method: runs it in Django's sync thread.
+
+    Declared in the class body (``aget_history = async_twin(get_history)``), so type
+    checkers see the twin with the sync method's parameters.  The twin looks the method
+    up by name on the instance, so a subclass overriding the sync method changes both.
+    """
+    name = method.__name__
+
+    async def twin(self: S, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await sync_to_async(getattr(self, name), thread_sensitive=True)(*args, **kwargs)
+
+    twin.__name__ = twin.__qualname__ = f"a{name}"
+    twin.__module__ = method.__module__
+    twin.__doc__ = f"Async twin of :meth:`{name}` (runs it in Django's sync thread)."
+    return twin
 
 
 def _twin(name: str) -> Callable[..., Any]:

@@ -1,4 +1,4 @@
-"""Reference compaction function and its helpers (SPEC §3.6).
+"""Reference compaction function and its helpers.
 
 Tool vocabulary used by the pairing helpers, covering AI SDK ``UIMessage`` parts and
 the older/model-message shapes:
@@ -28,6 +28,7 @@ from typing import Any
 
 from asgiref.sync import async_to_sync, sync_to_async
 
+from .asyncutils import is_async_callable, resolve
 from .tokens import estimate_message_tokens, estimate_one_message_tokens
 from .types import COMPACTION_PREFIX, CompactResult, TokenCounterInput, is_finite_number
 
@@ -58,7 +59,7 @@ _TOOL_SNIPPET_CHARS = 500
 class CompactContext:
     """What a session hands its compaction function: its own token counter, if any.
 
-    ``token_counter`` is the session's ``compact_after`` counter (SPEC §3.5), called as
+    ``token_counter`` is the session's ``compact_after`` counter, called as
     ``token_counter(TokenCounterInput(messages, system_prompt, context_blocks))``; sync or async.
     """
 
@@ -232,7 +233,7 @@ def find_tail_cut_by_tokens(
     walk = _tail_walk(messages, head_end, tail_token_budget, min_tail_messages)
     if token_counter is None:
         return _drive_sync(walk, lambda request: estimate_one_message_tokens(request.message))
-    return _drive_sync(walk, lambda request: _resolve_sync(token_counter([request.message])))
+    return _drive_sync(walk, lambda request: resolve(token_counter([request.message])))
 
 
 # ── Summary prompt ───────────────────────────────────────────────────────────
@@ -340,21 +341,7 @@ def _previous_summary(messages: list[Message]) -> str | None:
     return "\n\n".join(texts) or None
 
 
-# ── Sync / async plumbing ───────────────────────────────────────────────────
-
-
-async def _await(awaitable: Awaitable[Any]) -> Any:
-    return await awaitable
-
-
-def _resolve_sync(value: Any) -> Any:
-    """Return ``value``, first running it to completion (async_to_sync) if it is awaitable."""
-    return async_to_sync(_await)(value) if inspect.isawaitable(value) else value
-
-
-def _is_async_callable(func: Any) -> bool:
-    """True for a coroutine function, or an object whose ``__call__`` is one."""
-    return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(type(func).__call__)
+# ── Driving the algorithm (a generator of requests) ─────────────────────────
 
 
 def _drive_sync(gen: Generator[Any, Any, Any], handle: Callable[[Any], Any]) -> Any:
@@ -410,7 +397,7 @@ class CompactFunction:
     def __call__(self, messages: list[Message], context: CompactContext | None = None) -> CompactResult | None:
         """Compute the overlay for ``messages`` synchronously (None when there is nothing to compact)."""
         counter = self._counter(context)
-        if _is_async_callable(self.summarize) or getattr(counter, "is_async", False):
+        if is_async_callable(self.summarize) or getattr(counter, "is_async", False):
             return async_to_sync(self.acall)(messages, context)
         return _drive_sync(self._plan(list(messages)), lambda request: self._answer_sync(request, counter))
 
@@ -434,10 +421,10 @@ class CompactFunction:
 
     def _answer_sync(self, request: _Count | _Summarize, counter: Callable[[Message], Any] | None) -> Any:
         if isinstance(request, _Summarize):
-            return _resolve_sync(self.summarize(request.prompt))
+            return resolve(self.summarize(request.prompt))
         if counter is None:
             return estimate_one_message_tokens(request.message)
-        return _resolve_sync(counter(request.message))
+        return resolve(counter(request.message))
 
     async def _answer_async(self, request: _Count | _Summarize, counter: Callable[[Message], Any] | None) -> Any:
         if isinstance(request, _Count):
@@ -448,7 +435,7 @@ class CompactFunction:
         acall = getattr(self.summarize, "acall", None)
         if callable(acall):
             value = acall(request.prompt)
-        elif _is_async_callable(self.summarize):
+        elif is_async_callable(self.summarize):
             value = self.summarize(request.prompt)
         else:
             value = await sync_to_async(self.summarize)(request.prompt)
@@ -484,7 +471,7 @@ class _PerMessage:
 
     def __init__(self, counter: MessageCounter) -> None:
         self.counter = counter
-        self.is_async = _is_async_callable(counter)
+        self.is_async = is_async_callable(counter)
 
     def __call__(self, message: Message) -> Any:
         return self.counter([message])
@@ -505,7 +492,7 @@ def create_compact_function(
     min_tail_messages: int = 2,
     token_counter: MessageCounter | None = None,
 ) -> CompactFunction:
-    """Build the reference compaction function: keep head and tail, summarise the middle (SPEC §3.6).
+    """Build the reference compaction function: keep head and tail, summarise the middle.
 
     ``summarize(prompt) -> str`` and ``token_counter(messages) -> int`` may be sync or async. The
     result is callable as ``fn(messages, context=None)`` and, in async code, ``await fn.acall(...)``.

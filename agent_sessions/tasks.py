@@ -1,4 +1,4 @@
-"""Auto-compaction jobs: the Celery tasks, the per-session lease and the job record (SPEC §3.6).
+"""Auto-compaction jobs: the Celery tasks, the per-session lease and the job record.
 
 A worker cannot receive a session's callbacks, so a named configuration is rebuilt
 from :mod:`agent_sessions.registry`: ``compact_session(config_name, session_id, leaf_id)``.
@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -45,6 +45,7 @@ from .models import CompactionJob
 from .storage.orm import DjangoSessionProvider
 
 __all__ = [
+    "CeleryCompactionRunner",
     "TransientCompactionError",
     "compact_inline",
     "compact_session",
@@ -150,8 +151,8 @@ def run_compaction(
         return {"status": "busy"}
     try:
         with leases.Heartbeat(session.session_id, token, using=alias):
-            over = force or session._over_threshold(leaf_id)
-            result = session._compact_unlocked(leaf_id) if over else None
+            over = force or session.compaction.over_threshold(leaf_id)
+            result = session.compaction.compact_held(leaf_id) if over else None
     except Exception as exc:
         release_lease(session.session_id, token, status=failure_status, error=_describe(exc), using=alias)
         raise
@@ -228,7 +229,7 @@ def compact_inline(session: Any, leaf_id: str | None = None) -> dict:
             )
         except Exception:  # noqa: BLE001
             logger.exception("agent_sessions: could not record the compaction failure")
-        session._report_auto_error(exc)
+        session.compaction.report_error(exc)
         return {"status": str(Status.FAILED), "error": _describe(exc)}
 
 
@@ -237,13 +238,30 @@ def _compact_with_local_lock(session: Any, leaf_id: str | None) -> dict:
     if not lock.acquire(blocking=False):
         return {"status": "busy"}
     try:
-        result = session._compact_unlocked(leaf_id) if session._over_threshold(leaf_id) else None
+        result = session.compaction.compact_held(leaf_id) if session.compaction.over_threshold(leaf_id) else None
     except Exception as exc:  # noqa: BLE001 - never fatal to the append
-        session._report_auto_error(exc)
+        session.compaction.report_error(exc)
         return {"status": str(Status.FAILED), "error": _describe(exc)}
     finally:
         lock.release()
     return {"status": str(Status.SUCCEEDED if result is not None else Status.IDLE)}
+
+
+class CeleryCompactionRunner:
+    """The default :class:`~agent_sessions.session.CompactionRunner` (``AGENT_SESSIONS_COMPACTION_RUNNER``).
+
+    Manual ``compact()`` takes the job row's lease; crossing the threshold publishes
+    ``compact_session`` for a named configuration (after commit) and compacts inline otherwise.
+    """
+
+    def lease(self, session: Any) -> AbstractContextManager[ManualRun]:
+        return manual_lease(session)
+
+    def auto_compact(self, session: Any, leaf_id: str) -> None:
+        if session.config_name:
+            request_auto_compaction(session, session.config_name, leaf_id)
+        else:
+            compact_inline(session, leaf_id)
 
 
 # ── the Celery tasks ─────────────────────────────────────────────────────────
@@ -317,7 +335,7 @@ def compact_session(
             raise TransientCompactionError(_describe(exc)) from exc
         logger.error("agent_sessions: compaction of %r failed: %s", session_id, _describe(exc))
         _record(session_id, using=alias, status=Status.FAILED, last_error=_describe(exc))
-        session._report_auto_error(exc)
+        session.compaction.report_error(exc)
         return {"status": str(Status.FAILED), "error": _describe(exc)}
 
 
@@ -489,7 +507,7 @@ def request_auto_compaction(session: Any, config_name: str, leaf_id: str | None)
         except Exception as exc:  # noqa: BLE001 - never fatal to the append
             error = exc
         if error is not None:
-            session._report_auto_error(error)
+            session.compaction.report_error(error)
 
     if _is_eager():
         send()  # inline, on this connection: the new message is visible even inside a transaction

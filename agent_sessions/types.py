@@ -258,3 +258,17 @@ def _leaves(value: Any) -> list[str]:
 
 def is_finite_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+# ── UIMessage tool parts ─────────────────────────────────────────────────────
+
+RESULT_STATES = frozenset({"output-available", "output-error"})
+"""States of a tool part that holds the tool's result (its output or its error)."""
+
+
+def is_tool_part(part: dict) -> bool:
+    """A static ``tool-<name>`` or a ``dynamic-tool`` part with a ``toolCallId``."""
+    kind = part.get("type")
+    if not isinstance(kind, str) or not isinstance(part.get("toolCallId"), str):
+        return False
+    return kind == "dynamic-tool" or (kind.startswith("tool-") and len(kind) > 5)

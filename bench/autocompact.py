@@ -74,7 +74,7 @@ def _append_seconds(session, i: int) -> float:
 
 def _check_seconds(session, leaf_id: str) -> float:
     started = time.perf_counter()
-    session._estimate_tokens(leaf_id)
+    session.compaction.estimate_tokens(leaf_id)
     return time.perf_counter() - started
 
 

@@ -2,7 +2,7 @@
 
 The worker imports this module through ``AGENT_SESSIONS_CONFIG_MODULES`` (see
 ``tests/worker_settings.py``); eager tests simply import it.  Sessions built here carry
-their name (``_config_name``), so their appends enqueue ``compact_session``.
+their name (``Session.create(config_name=...)``), so their appends enqueue ``compact_session``.
 """
 
 from __future__ import annotations
@@ -57,13 +57,12 @@ def _factory(name: str, summarize: Callable[[str], str]) -> Callable[[str], Sess
 
     def build(session_id: str) -> Session:
         session = (
-            Session.create()
+            Session.create(config_name=name)
             .for_session(session_id)
             .on_compaction(compact)
             .compact_after(THRESHOLD)
             .on_compaction_error(ERRORS.append)
         )
-        session._config_name = name
         return session
 
     return build

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_sessions.admin_tree import (
+from agent_sessions.admin.tree_layout import (
     Node,
     PathItem,
     build_tree,

@@ -22,7 +22,6 @@ from agent_sessions import (
 )
 from agent_sessions import tasks as jobs
 from agent_sessions.models import CompactionJob, ContextBlockRecord
-from agent_sessions.session_compaction import _orm_history_tokens
 from tests import sessions_registry
 from tests.conftest import msg, tool_msg
 from tests.test_session_compaction import MemoryStorage, chain
@@ -58,7 +57,7 @@ def test_compacts_exactly_when_the_estimate_exceeds_the_threshold(session):
     for message in first_six:
         session.append_message(message)
     assert session.get_compactions() == []
-    assert session._estimate_tokens() == threshold
+    assert session.compaction.estimate_tokens() == threshold
     session.append_message(msg("m6", text="one more"))
     [overlay] = session.get_compactions()
     assert (overlay.from_message_id, overlay.summary) == ("m1", "AUTO SUMMARY")
@@ -86,7 +85,7 @@ def test_system_prompt_is_counted_in_the_estimate(session_id):
     prompt = session.system_prompt_for_estimate()
     assert soul.strip() in prompt
     history_tokens = estimate_message_tokens(session.get_history())
-    assert session._estimate_tokens() == history_tokens + estimate_string_tokens(prompt)
+    assert session.compaction.estimate_tokens() == history_tokens + estimate_string_tokens(prompt)
     # Messages alone stay under the threshold; with the prompt they cross it.
     session.on_compaction(reference()).compact_after(history_tokens + 10)
     session.append_message(msg("m4", text="tiny"))
@@ -109,7 +108,7 @@ def test_estimate_does_not_freeze_or_persist_the_prompt(session_id):
     session.replace_context_block("memory", "a new fact")
     chain(session, 2, prefix="n")
     assert ContextBlockRecord.objects.get(label=key).content == frozen
-    assert session._estimate_tokens() == (
+    assert session.compaction.estimate_tokens() == (
         estimate_message_tokens(session.get_history()) + estimate_string_tokens(frozen)
     )
 
@@ -130,7 +129,7 @@ def test_reasoning_parts_count_towards_the_threshold(session):
 def test_custom_counter_non_finite_or_non_numeric_counts_as_zero(session, answer):
     session.on_compaction(reference()).compact_after(0, token_counter=lambda data: answer)
     chain(session, 6, words=30)
-    assert session._estimate_tokens() == 0
+    assert session.compaction.estimate_tokens() == 0
     assert session.get_compactions() == []
 
 
@@ -149,7 +148,7 @@ def test_custom_counter_receives_history_prompt_and_blocks(session_id):
         .compact_after(10, token_counter=counter)
     )
     chain(session, 5)
-    assert session._estimate_tokens() == 11  # rounded up
+    assert session.compaction.estimate_tokens() == 11  # rounded up
     whole = [d for d in seen if d.system_prompt]  # the threshold checks (not the per-message boundary walk)
     assert [m["id"] for m in whole[0].messages] == ["m0"]
     assert "Be brief." in whole[0].system_prompt
@@ -417,7 +416,7 @@ def test_sweeper_fails_expired_inline_runs(session_id):
 def test_enqueue_compaction_compacts_now_and_reports_status(session_id):
     plain = Session.create().for_session(session_id)
     chain(plain, 7)  # under the threshold: a manual request compacts anyway
-    assert named(session_id)._estimate_tokens() < sessions_registry.THRESHOLD
+    assert named(session_id).compaction.estimate_tokens() < sessions_registry.THRESHOLD
     record = jobs.enqueue_compaction(sessions_registry.FAST, session_id)
     assert isinstance(record, CompactionJob)
     assert record.status == "succeeded"
@@ -464,7 +463,7 @@ def full(session, leaf=None):
 
 
 def fast(session, leaf=None):
-    return _orm_history_tokens(session.storage, leaf, None)
+    return session.storage.visible_history_tokens(leaf)
 
 
 def test_fast_estimate_matches_the_history_in_tree_shapes(session):
@@ -493,7 +492,7 @@ def test_fast_estimate_falls_back_when_overlays_overlap_irregularly(session):
     assert fast(session) == full(session)
     session.add_compaction("crossing", "m1", "m4")  # starts earlier, ends inside: only the full read resolves it
     assert fast(session) is None
-    assert session._estimate_tokens() == full(session)
+    assert session.compaction.estimate_tokens() == full(session)
 
 
 def test_rows_without_totals_fall_back_to_the_history(session):
@@ -504,7 +503,7 @@ def test_rows_without_totals_fall_back_to_the_history(session):
             "UPDATE assistant_messages SET path_tokens = NULL, depth = NULL WHERE session_id = %s", [session.session_id]
         )
     assert fast(session) is None
-    assert session._estimate_tokens() == full(session)
+    assert session.compaction.estimate_tokens() == full(session)
 
 
 def test_threshold_check_queries_do_not_grow_with_history(session_id):

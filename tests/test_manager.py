@@ -210,8 +210,8 @@ def test_named_manager_is_registered():
     try:
         assert get_registered("test-support") is manager
         assert manager.name == "test-support"
-        assert manager.get_session("s1")._config_name == "test-support"  # read by auto-compaction
-        assert getattr(SessionManager().get_session("s1"), "_config_name", None) is None
+        assert manager.get_session("s1").config_name == "test-support"  # read by auto-compaction
+        assert SessionManager().get_session("s1").config_name is None
         assert get_registered("never-registered") is None
     finally:
         registry.unregister("test-support")

@@ -11,9 +11,8 @@ import pytest
 
 from agent_sessions import SessionManager, estimate_message_tokens
 from agent_sessions.admin.export import history_document
-from agent_sessions.admin_tree import history_tokens, load_compactions, load_tree, path_items
+from agent_sessions.admin.tree_layout import history_tokens, load_compactions, load_tree, path_items
 from agent_sessions.overlays import apply_overlays
-from agent_sessions.session_compaction import _orm_history_tokens
 from agent_sessions.types import StoredCompaction
 from tests.conftest import msg
 
@@ -66,7 +65,7 @@ def test_threshold_check_agrees_with_history_without_falling_back(session):
     side_branch_compacted(session)
     for leaf in ("m11", "b10", "m9", "m7"):
         expected = estimate_message_tokens(session.get_history(leaf))
-        assert _orm_history_tokens(session.storage, leaf, None) == expected, leaf
+        assert session.storage.visible_history_tokens(leaf) == expected, leaf
 
 
 def test_admin_tree_folds_the_same_overlay(session):

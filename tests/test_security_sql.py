@@ -109,7 +109,7 @@ ALLOWED: dict[str, dict[str, str]] = {
     "search/query.py": {},
     "search/snippet.py": {},
     "search/plan.py": {"target.table": TARGET, "condition": FRAGMENT, "' AND '.join(inner)": FRAGMENT},
-    "session_compaction.py": {
+    "storage/visible_tokens.py": {
         "', '.join(['%s'] * len(ids))": "placeholders only",
         "marks": "'%s, %s, …' only",
     },

@@ -4,4 +4,4 @@ context blocks, search entries and API keys.
 Importing this package registers the ModelAdmins (Django's autodiscovery does).
 """
 
-from . import api_keys, records, sessions  # noqa: F401  (registration side effects)
+from . import api_keys, model_admins, sessions  # noqa: F401  (registration side effects)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from django.db.models import Q
 
 from ..models import ContextBlockRecord
-from ..session_context import PROMPT_KEY
+from ..session.context import PROMPT_KEY
 from .parts import Clip, clip
 
 

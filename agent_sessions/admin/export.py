@@ -9,22 +9,9 @@ from collections.abc import Iterable, Iterator
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import StreamingHttpResponse
 
+from ..manager.rows import RECORD_FIELDS
 from ..models import Compaction, Message, SessionRecord
 from ..storage.orm import DjangoSessionProvider
-
-_SESSION_FIELDS = (
-    "id",
-    "name",
-    "parent_session_id",
-    "model",
-    "source",
-    "input_tokens",
-    "output_tokens",
-    "estimated_cost",
-    "end_reason",
-    "created_at",
-    "updated_at",
-)
 
 
 def _dump(value: object) -> str:
@@ -32,7 +19,7 @@ def _dump(value: object) -> str:
 
 
 def session_info(record: SessionRecord | None) -> dict | None:
-    return None if record is None else {f: getattr(record, f) for f in _SESSION_FIELDS}
+    return None if record is None else {f: getattr(record, f) for f in RECORD_FIELDS}
 
 
 def _message_row(row: Message) -> str:

@@ -8,8 +8,8 @@ from datetime import datetime
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from ..admin_tree import Tree
 from ..models import Message
+from .tree_layout import Tree
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from urllib.parse import quote, urlencode
 
-from ..admin_tree import Node, PathItem, Tree, fetch_contents, history_tokens, load_tree, paginate
-from ..admin_tree import path_items as fold_overlays
 from ..exceptions import AgentSessionsError
 from ..models import Compaction
 from ..storage.orm import search
@@ -22,6 +20,8 @@ from .context_panel import BlockView, ContextPanel, load_panel
 from .navigation import resolve
 from .parts import Clip, PartView, clip, part_views
 from .search import Matches, matches
+from .tree_layout import Node, PathItem, Tree, fetch_contents, history_tokens, load_tree, paginate
+from .tree_layout import path_items as fold_overlays
 
 PER_PAGE = 100
 """Rendered rows per page of the selected path."""

@@ -9,7 +9,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from ..manager import SessionManager
-from ..manager.records import LIST_ORDER
+from ..manager.rows import LIST_ORDER
 from ..models import Message, SessionRecord
 from .auth import is_staff
 from .config import get_manager

@@ -9,7 +9,7 @@ from ninja import Query, Router, Status
 
 from .. import tasks
 from ..exceptions import CompactionNotConfigured
-from ..manager.records import update as touch_record
+from ..manager.rows import update as touch_record
 from ..models import Compaction
 from .access import owned_manager, require_message
 from .config import config_name
@@ -54,7 +54,7 @@ def _request_compaction(request: HttpRequest, response: HttpResponse, session_id
     leaf_id = payload.leaf_id if payload is not None else None
     if leaf_id is not None:
         require_message(manager, session_id, leaf_id)
-    if getattr(manager.get_session(session_id), "_compact_fn", None) is None:
+    if not manager.get_session(session_id).compaction.configured:
         raise CompactionNotConfigured("this API's session configuration has no compaction function")
     try:
         tasks.enqueue_compaction(config_name(manager), session_id, leaf_id, force=True, using=manager.using)

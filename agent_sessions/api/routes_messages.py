@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Status
 
 from ..manager import SessionManager
-from ..manager.records import update as touch_record
+from ..manager.rows import update as touch_record
 from ..models import Message
 from ..storage.orm import OMITTED
 from .access import message_exists, owned_manager, require_message, writable_manager

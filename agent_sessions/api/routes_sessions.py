@@ -7,7 +7,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Schema, Status
 
-from ..manager.records import update as update_record
+from ..manager.rows import update as update_record
 from ..models import SessionRecord
 from .access import owned_manager, owned_record, require_message, set_owner, visible_sessions
 from .config import get_manager

@@ -1,7 +1,7 @@
 """Context blocks: providers, the block snapshot, prompt rendering, skills and the context tools."""
 
 from .block import ContextBlock
-from .blocks import BlockSpec, ContextBlocks
+from .block_set import BlockSpec, ContextBlocks
 from .providers import DjangoContextProvider, DjangoSearchProvider, StaticProvider
 from .storage_skills import StorageSkillProvider
 

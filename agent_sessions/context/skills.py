@@ -18,11 +18,26 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from .. import conf
 from ..overlays import applied_ranges
-from ..types import COMPACTION_PREFIX
+from ..types import COMPACTION_PREFIX, HistoryRowStat, RecentHistory, StoredCompaction
+
+
+class SkillHistory(Protocol):
+    """What the skill scan reads and rewrites: a session's message API."""
+
+    def get_history_row_stats(self, leaf_id: str | None = None) -> list[HistoryRowStat]: ...
+
+    def get_recent_history(
+        self, leaf_id: str | None = None, *, max_content_bytes: int, min_recent_messages: int = 1
+    ) -> RecentHistory: ...
+
+    def get_compactions(self) -> list[StoredCompaction]: ...
+
+    def update_message(self, message: dict) -> Any: ...
+
 
 LOAD_TOOL = "load_context"
 _DEAD_PREFIXES = ("Not found:", "Error:", "[skill unloaded:")
@@ -70,7 +85,7 @@ def _load_calls(message: dict) -> Iterator[_LoadCall]:
         yield _LoadCall(holder, output_key, args["label"], args["key"])
 
 
-def _windows(session: Any) -> Iterator[list[dict]]:
+def _windows(session: SkillHistory) -> Iterator[list[dict]]:
     """Visible raw messages of the current path, newest window first, one bounded window at a time."""
     stats = session.get_history_row_stats()
     if not stats:
@@ -111,13 +126,13 @@ class LoadedSkills:
         """Loads recorded in this process (no history read)."""
         return set(self._fresh)
 
-    def keys(self, session: Any) -> set[str]:
+    def keys(self, session: SkillHistory) -> set[str]:
         """``label:key`` of every loaded skill (restores from history on first call)."""
         if self._restored is None:
             self._restored = self._scan(session, None)
         return self._restored | self._fresh
 
-    def unload(self, session: Any, label: str, key: str) -> bool:
+    def unload(self, session: SkillHistory, label: str, key: str) -> bool:
         """Rewrite every visible result of loading ``label:key``; True if it was loaded."""
         target = skill_id(label, key)
         was_loaded = target in self._fresh or (self._restored is not None and target in self._restored)
@@ -139,7 +154,7 @@ class LoadedSkills:
         self._fresh = set()
 
     @staticmethod
-    def _scan(session: Any, unload: tuple[str, str] | None, rewritten: list | None = None) -> set[str]:
+    def _scan(session: SkillHistory, unload: tuple[str, str] | None, rewritten: list | None = None) -> set[str]:
         live: set[str] = set()
         for window in _windows(session):
             for message in window:

@@ -18,10 +18,10 @@ from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from ..exceptions import InvalidMessage
+from ..types import RESULT_STATES, is_tool_part  # noqa: F401  (re-exported: converters use P.is_tool_part)
 
 #: Tool-part states a model API can carry: a call, a call with its result, a call with its error.
 SENT_TOOL_STATES = frozenset({"input-available", "output-available", "output-error"})
-RESULT_STATES = frozenset({"output-available", "output-error"})
 
 
 def as_dict(value: Any) -> Any:
@@ -65,14 +65,6 @@ def parts_of(message: Any) -> list[dict]:
         return []
     parts = message.get("parts")
     return [p for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
-
-
-def is_tool_part(part: dict) -> bool:
-    """A static ``tool-<name>`` or a ``dynamic-tool`` part with a ``toolCallId``."""
-    kind = part.get("type")
-    if not isinstance(kind, str) or not isinstance(part.get("toolCallId"), str):
-        return False
-    return kind == "dynamic-tool" or (kind.startswith("tool-") and len(kind) > 5)
 
 
 def tool_name(part: dict) -> str:

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from ..manager import SessionManager, clock, records
+from ..manager import SessionManager, clock, rows
 from ..models import SessionRecord
 
 
@@ -79,7 +79,7 @@ class SessionStore:
             if leaf is None:
                 return None
             if session.storage.delete_messages([leaf["id"]]):
-                records.update(self.manager.using, self.session_id)
+                rows.update(self.manager.using, self.session_id)
                 return leaf
 
     def clear(self) -> None:

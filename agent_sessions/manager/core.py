@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import threading
 import uuid
 from collections import OrderedDict
@@ -10,7 +11,7 @@ from typing import Any, Self
 from django.db import router, transaction
 
 from .. import conf, registry
-from ..asyncutils import with_async_twins
+from ..asyncutils import async_twin
 from ..models import Message, SessionRecord
 from ..session import Session
 from ..storage import orm
@@ -18,36 +19,11 @@ from ..storage.orm import OMITTED, AppendOutcome
 from ..tools import Tool
 from ..types import SearchResult, SessionInfo, StoredCompaction
 from . import fork as forking
-from . import records
+from . import rows
 from .builder import RecordingBuilder
 from .history import HISTORY_DESCRIPTION, SearchableHistoryProvider, session_search_tool
 
 SPLIT_PREFIX = "[Context from previous session]\n\n"
-
-_ASYNC = (
-    "get_session",
-    "create",
-    "get",
-    "list",
-    "rename",
-    "delete",
-    "append",
-    "upsert",
-    "append_all",
-    "get_history",
-    "get_message_count",
-    "clear_messages",
-    "delete_messages",
-    "get_branches",
-    "fork",
-    "fork_mapping",
-    "add_compaction",
-    "get_compactions",
-    "compact_and_split",
-    "add_usage",
-    "search",
-    "tools",
-)
 
 
 def get_registered(name: str) -> Any:
@@ -55,7 +31,6 @@ def get_registered(name: str) -> Any:
     return registry.get(name)
 
 
-@with_async_twins(*_ASYNC)
 class SessionManager(RecordingBuilder):
     """Named sessions in ``assistant_sessions``, each a :class:`Session` built from one shared configuration.
 
@@ -99,9 +74,8 @@ class SessionManager(RecordingBuilder):
         with self._lock:
             session = self._sessions.get(session_id)
             if session is None:
-                session = self.replay(Session.create(using=self._using).for_session(session_id))
-                if self.name:
-                    session._config_name = self.name  # auto-compaction then runs as a Celery task
+                # With a name, auto-compaction runs as a Celery task that rebuilds the session from it.
+                session = self.replay(Session.create(using=self._using, config_name=self.name).for_session(session_id))
                 self._sessions[session_id] = session
                 while len(self._sessions) > conf.session_cache_size():
                     self._sessions.popitem(last=False)  # a long-running process must not grow forever
@@ -122,37 +96,37 @@ class SessionManager(RecordingBuilder):
         source: str | None = None,
     ) -> SessionInfo:
         """Register a new session (id: uuid4 hex)."""
-        row = records.insert(
+        row = rows.insert(
             self.using,
-            records.check_text(name, "name"),
-            parent_session_id=records.check_text(parent_session_id, "parent_session_id", optional=True),
-            model=records.check_text(model, "model", optional=True),
-            source=records.check_text(source, "source", optional=True),
+            rows.check_text(name, "name"),
+            parent_session_id=rows.check_text(parent_session_id, "parent_session_id", optional=True),
+            model=rows.check_text(model, "model", optional=True),
+            source=rows.check_text(source, "source", optional=True),
         )
-        return records.to_info(row)
+        return rows.to_info(row)
 
     def get(self, session_id: str) -> SessionInfo | None:
         """The session's registry row, or None."""
-        row = records.fetch(self.using, session_id)
-        return records.to_info(row) if row else None
+        row = rows.fetch(self.using, session_id)
+        return rows.to_info(row) if row else None
 
-    def list(self) -> list[SessionInfo]:
+    def list(self) -> builtins.list[SessionInfo]:
         """Every session, most recently updated first (ties: newest first)."""
-        return [records.to_info(r) for r in SessionRecord.objects.using(self.using).order_by(*records.LIST_ORDER)]
+        return [rows.to_info(r) for r in SessionRecord.objects.using(self.using).order_by(*rows.LIST_ORDER)]
 
     def rename(self, session_id: str, name: str) -> None:
         """Rename a session (bumps ``updated_at``)."""
-        records.update(self.using, session_id, name=records.check_text(name, "name"))
+        rows.update(self.using, session_id, name=rows.check_text(name, "name"))
 
     def delete(self, session_id: str) -> None:
         """Delete the session with its messages, overlays, namespaced context blocks, stored prompt and job row."""
         with transaction.atomic(using=self.using):
-            records.purge(self.using, session_id)
+            rows.purge(self.using, session_id)
         with self._lock:
             self._sessions.pop(session_id, None)
 
     def _touch(self, session_id: str) -> None:
-        records.update(self.using, session_id)
+        rows.update(self.using, session_id)
 
     # ── messages ────────────────────────────────────────────────────
     def append(self, session_id: str, message: dict, parent_id: Any = OMITTED) -> str:
@@ -169,7 +143,7 @@ class SessionManager(RecordingBuilder):
         self._touch(session_id)
         return message["id"]
 
-    def append_all(self, session_id: str, messages: list[dict], parent_id: Any = OMITTED) -> str | None:
+    def append_all(self, session_id: str, messages: builtins.list[dict], parent_id: Any = OMITTED) -> str | None:
         """Append a chain: the first attaches like :meth:`append`, each next one under the one before.
 
         One transaction, inserted in batches; returns the last id (None for ``[]``).
@@ -180,11 +154,12 @@ class SessionManager(RecordingBuilder):
         session = self.get_session(session_id)
         outcome: AppendOutcome = session.storage.append_messages_bulk(messages, parent_id)
         if outcome.inserted:
-            session._after_append(outcome, messages[-1])  # the auto-compaction check, once per batch
+            # the auto-compaction check, once per batch
+            session.compaction.after_append(messages[-1]["id"], path_tokens=outcome.path_tokens)
         self._touch(session_id)
         return messages[-1]["id"]
 
-    def get_history(self, session_id: str, leaf_id: str | None = None) -> list[dict]:
+    def get_history(self, session_id: str, leaf_id: str | None = None) -> builtins.list[dict]:
         """Root→leaf path with overlays applied (see :meth:`Session.get_history`)."""
         return self.get_session(session_id).get_history(leaf_id)
 
@@ -197,12 +172,12 @@ class SessionManager(RecordingBuilder):
         self.get_session(session_id).clear_messages()
         self._touch(session_id)
 
-    def delete_messages(self, session_id: str, message_ids: list[str]) -> None:
+    def delete_messages(self, session_id: str, message_ids: builtins.list[str]) -> None:
         """Delete messages by id (children stay, as roots)."""
         self.get_session(session_id).delete_messages(message_ids)
         self._touch(session_id)
 
-    def get_branches(self, session_id: str, message_id: str) -> list[dict]:
+    def get_branches(self, session_id: str, message_id: str) -> builtins.list[dict]:
         """Children of a message, oldest first."""
         return self.get_session(session_id).get_branches(message_id)
 
@@ -216,19 +191,19 @@ class SessionManager(RecordingBuilder):
         prompt cache still hits).  Unknown session → SessionNotFound;
         a message not in it → ValueError (nothing is created either way).
         """
-        source = records.fetch_or_raise(self.using, session_id)
+        source = rows.fetch_or_raise(self.using, session_id)
         with transaction.atomic(using=self.using):
-            row = records.insert(
+            row = rows.insert(
                 self.using,
-                records.check_text(name, "name"),
+                rows.check_text(name, "name"),
                 parent_session_id=session_id,
                 model=source.model,
                 source=source.source,
             )
             if not forking.copy_path(self._provider(session_id), row.id, at_message_id):
                 raise ValueError(f"message {at_message_id!r} is not in session {session_id!r}")
-            records.copy_namespaced(self.using, session_id, row.id, prompt=True)
-        return records.to_info(row)
+            rows.copy_namespaced(self.using, session_id, row.id, prompt=True)
+        return rows.to_info(row)
 
     def fork_mapping(self, fork_session_id: str) -> dict[str, str]:
         """``{original message id: copied message id}`` of a fork."""
@@ -241,7 +216,7 @@ class SessionManager(RecordingBuilder):
         self._touch(session_id)
         return stored
 
-    def get_compactions(self, session_id: str) -> list[StoredCompaction]:
+    def get_compactions(self, session_id: str) -> builtins.list[StoredCompaction]:
         """Every overlay of the session, oldest first."""
         return self.get_session(session_id).get_compactions()
 
@@ -257,12 +232,12 @@ class SessionManager(RecordingBuilder):
         """
         if not isinstance(summary, str):
             raise TypeError("summary must be a string")
-        old = records.fetch_or_raise(self.using, session_id)
+        old = rows.fetch_or_raise(self.using, session_id)
         with transaction.atomic(using=self.using):
-            records.update(self.using, session_id, end_reason="compaction")
-            row = records.insert(
+            rows.update(self.using, session_id, end_reason="compaction")
+            row = rows.insert(
                 self.using,
-                old.name if name is None else records.check_text(name, "name"),
+                old.name if name is None else rows.check_text(name, "name"),
                 parent_session_id=session_id,
                 model=old.model,
                 source=old.source,
@@ -271,18 +246,18 @@ class SessionManager(RecordingBuilder):
             self._provider(row.id).append_message({"id": uuid.uuid4().hex, "role": "assistant", "parts": [text]}, None)
             # Blocks carry over; the prompt does not: the summary replaces the transcript in which
             # writes made after freezing were visible, so the new session renders its own on first use.
-            records.copy_namespaced(self.using, session_id, row.id, prompt=False)
-        return records.to_info(row)
+            rows.copy_namespaced(self.using, session_id, row.id, prompt=False)
+        return rows.to_info(row)
 
     # ── usage ───────────────────────────────────────────────────────
     def add_usage(self, session_id: str, input_tokens: int, output_tokens: int, cost: float) -> None:
         """Add token counts and cost with atomic in-database increments (safe under concurrency)."""
-        records.add_usage(self.using, session_id, input_tokens, output_tokens, cost)
+        rows.add_usage(self.using, session_id, input_tokens, output_tokens, cost)
 
     # ── search and tools ────────────────────────────────────────────
     def search(
-        self, query: str, *, limit: int = 20, offset: int = 0, role: str | list[str] | None = None
-    ) -> list[SearchResult]:
+        self, query: str, *, limit: int = 20, offset: int = 0, role: str | builtins.list[str] | None = None
+    ) -> builtins.list[SearchResult]:
         """Messages of every session matching ``query``, best first (with ``session_id``)."""
         return orm.search(query, session_id=None, limit=limit, offset=offset, role=role, using=self._using)
 
@@ -290,3 +265,27 @@ class SessionManager(RecordingBuilder):
         """AI tools of the manager: ``session_search``."""
         tool = session_search_tool(self.search)
         return {tool.name: tool}
+
+    # ── async twins ─────────────────────────────────────────────────
+    aget_session = async_twin(get_session)
+    acreate = async_twin(create)
+    aget = async_twin(get)
+    alist = async_twin(list)
+    arename = async_twin(rename)
+    adelete = async_twin(delete)
+    aappend = async_twin(append)
+    aupsert = async_twin(upsert)
+    aappend_all = async_twin(append_all)
+    aget_history = async_twin(get_history)
+    aget_message_count = async_twin(get_message_count)
+    aclear_messages = async_twin(clear_messages)
+    adelete_messages = async_twin(delete_messages)
+    aget_branches = async_twin(get_branches)
+    afork = async_twin(fork)
+    afork_mapping = async_twin(fork_mapping)
+    aadd_compaction = async_twin(add_compaction)
+    aget_compactions = async_twin(get_compactions)
+    acompact_and_split = async_twin(compact_and_split)
+    aadd_usage = async_twin(add_usage)
+    asearch = async_twin(search)
+    atools = async_twin(tools)

@@ -36,7 +36,7 @@ from ..types import (
     tool_text,
     validate_message,
 )
-from . import backends
+from . import backends, visible_tokens
 
 OMITTED = object()
 """Sentinel: the caller left ``parent_id`` out (auto-parent to the latest leaf)."""
@@ -262,6 +262,11 @@ class DjangoSessionProvider:
 
     # ── plumbing ────────────────────────────────────────────────────
     @property
+    def alias(self) -> str | None:
+        """The database alias given to the constructor; None lets the routers choose per model."""
+        return self._using
+
+    @property
     def using(self) -> str:
         """The database alias: the one given, or what the routers pick for messages."""
         return self._using or router.db_for_write(Message)
@@ -425,6 +430,22 @@ class DjangoSessionProvider:
             )
             for c in rows
         ]
+
+    def visible_history_tokens(self, leaf_id: str | None = None, path_tokens: int | None = None) -> int | None:
+        """Tokens of the leaf's visible history from stored running totals; None: read the history instead.
+
+        ``leaf_id=None`` means the latest leaf.  After an append the caller passes the
+        new row's ``path_tokens``, so a session without overlays costs one query.
+        """
+        overlays = self.get_compactions()
+        if leaf_id is None:
+            row = self._fetchone(_LATEST_LEAF, latest_leaf_params(self.session_id))  # (id, depth, path_tokens)
+            if row is None:
+                return 0
+            leaf_id, path_tokens = row[0], row[2]
+        if not overlays and path_tokens is not None:
+            return int(path_tokens)
+        return visible_tokens.visible_history_tokens(self._fetchall, self.session_id, leaf_id, overlays)
 
     def search_messages(
         self, query: str, limit: int = 20, *, offset: int = 0, role: str | list[str] | None = None

@@ -82,7 +82,7 @@ def test_append_returns_before_the_worker_stores_the_summary(worker, session_id,
     log, queue_info = worker
     fill(session_id, 5)
     session = registry.get(sessions_registry.SLOW).get_session(session_id)
-    assert session._estimate_tokens() <= sessions_registry.THRESHOLD
+    assert session.compaction.estimate_tokens() <= sessions_registry.THRESHOLD
     hold = tmp_path / "hold-summaries"
     hold.touch()
     try:
@@ -116,7 +116,10 @@ def test_append_returns_before_the_worker_stores_the_summary(worker, session_id,
 def test_concurrent_triggers_produce_one_compaction(worker, session_id):
     log_path, queue_info = worker
     fill(session_id, 9)
-    assert registry.get(sessions_registry.SLOW).get_session(session_id)._estimate_tokens() > sessions_registry.THRESHOLD
+    assert (
+        registry.get(sessions_registry.SLOW).get_session(session_id).compaction.estimate_tokens()
+        > sessions_registry.THRESHOLD
+    )
     barrier = threading.Barrier(4)
 
     def trigger(kind: str) -> None:

@@ -19,7 +19,8 @@ from django.contrib.auth import get_user_model
 from django.db.models.functions import Right
 from django.utils.dateparse import parse_datetime
 
-from agent_sessions.manager import records
+from agent_sessions.manager import rows as session_rows
+from agent_sessions.manager.rows import RECORD_FIELDS
 from agent_sessions.models import Compaction, ContextBlockRecord, Message, SearchEntry, SessionRecord
 from agent_sessions.storage.orm import DjangoSessionProvider
 from agent_sessions.tokens import estimate_one_message_tokens
@@ -29,19 +30,6 @@ from ...exceptions import ArchiveError
 from ._base import session_exists
 
 FORMAT = "agent_sessions.session/1"
-RECORD_FIELDS = (
-    "id",
-    "name",
-    "parent_session_id",
-    "model",
-    "source",
-    "input_tokens",
-    "output_tokens",
-    "estimated_cost",
-    "end_reason",
-    "created_at",
-    "updated_at",
-)
 CHUNK = 2_000
 
 
@@ -180,7 +168,7 @@ def remove_existing(using: str, document: dict) -> None:
     """Delete what the document replaces (``--replace``); call inside a transaction."""
     session_id = document["session_id"]
     if session_id:
-        records.purge(using, session_id)
+        session_rows.purge(using, session_id)
     else:  # the default namespace has no registry row or namespaced blocks of its own
         Message.objects.using(using).filter(session_id="").delete()
         Compaction.objects.using(using).filter(session_id="").delete()

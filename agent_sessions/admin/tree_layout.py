@@ -12,10 +12,10 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from .models import Compaction, Message
-from .overlays import applied_ranges
-from .tokens import estimate_string_tokens
-from .types import StoredCompaction
+from ..models import Compaction, Message
+from ..overlays import applied_ranges
+from ..tokens import estimate_string_tokens
+from ..types import StoredCompaction
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""Context blocks, the system prompt and the AI tools of a Session (SPEC §3.2 "Context", §3.3, §3.4).
+"""The context part of a Session: context blocks, the system prompt, skills and the AI tools.
 
 Providers resolve lazily on first use, so builder order does not matter.  On
 the ORM storage, blocks declared without a provider are wired to
@@ -13,15 +13,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .asyncutils import call, with_async_twins
-from .context.block import ContextBlock
-from .context.blocks import BlockSpec, ContextBlocks
-from .context.kinds import SKILL, has_method
-from .context.prompt import render_system_prompt
-from .context.providers import DjangoContextProvider
-from .context.skills import LoadedSkills
-from .context.toolkit import context_tools
-from .tools import Tool
+from ..asyncutils import call
+from ..context.block import ContextBlock
+from ..context.block_set import BlockSpec, ContextBlocks
+from ..context.kinds import SKILL, has_method
+from ..context.prompt import render_system_prompt
+from ..context.providers import DjangoContextProvider
+from ..context.skills import LoadedSkills, SkillHistory
+from ..context.toolkit import context_tools
+from ..tools import Tool
 
 PROMPT_KEY = "_system_prompt"
 _UNRESOLVED = object()
@@ -45,42 +45,49 @@ class ContextConfig:
             raise ValueError("max_tokens must be a positive integer or None")
 
 
-_ASYNC = (
-    "get_context_block",
-    "get_context_blocks",
-    "replace_context_block",
-    "append_context_block",
-    "set_context_entry",
-    "search_context",
-    "add_context",
-    "remove_context",
-    "freeze_system_prompt",
-    "refresh_system_prompt",
-    "system_prompt_for_estimate",
-    "load_skill",
-    "unload_skill",
-    "get_loaded_skill_keys",
-    "tools",
-)
+class SessionContext:
+    """Context blocks, the system prompt, skills and context tools of one session.
 
+    ``history`` is the session's message API (skills are restored from, and unloaded in,
+    its history); ``orm`` says whether blocks without a provider are wired to the ORM
+    (alias ``using``).  :meth:`rekey` follows the session id the blocks are keyed by.
+    """
 
-@with_async_twins(*_ASYNC)
-class ContextMixin:
-    """Context-block half of :class:`~agent_sessions.Session` (uses its ``session_id``, ``_is_orm``, ``_using``)."""
-
-    # ── wiring ──────────────────────────────────────────────────────
-    def _init_context(self, configs: list[ContextConfig], prompt_store: Any) -> None:
+    def __init__(
+        self,
+        history: SkillHistory,
+        *,
+        orm: bool,
+        using: str | None,
+        configs: list[ContextConfig] | None = None,
+        prompt_store: Any = None,
+    ) -> None:
+        configs = list(configs or [])
         labels = [c.label for c in configs]
         if len(set(labels)) != len(labels):
             raise ValueError("duplicate context block labels")
-        self._context_configs = list(configs)
+        self._history = history
+        self._orm = orm
+        self._using = using
+        self._session_id = ""
+        self._context_configs = configs
         self._prompt_store_arg = prompt_store
         self._cached_prompt = prompt_store is not None
         self._provider_inits: set[int] = set()
         self._skills = LoadedSkills()
-        self._reset_context_resolution()
+        self._reset_resolution()
 
-    def _reset_context_resolution(self) -> None:
+    def rekey(self, session_id: str) -> None:
+        """Key blocks and the stored prompt by ``session_id`` from now on (resolved providers are dropped)."""
+        self._session_id = session_id
+        self._reset_resolution()
+
+    @property
+    def prompt_is_cached(self) -> bool:
+        """True when the frozen system prompt is persisted (``with_cached_prompt``)."""
+        return self._cached_prompt
+
+    def _reset_resolution(self) -> None:
         """Forget resolved providers and prompt state (the session id they were keyed by changed)."""
         self._blocks: ContextBlocks | None = None
         self._prompt_store: Any = _UNRESOLVED
@@ -88,12 +95,11 @@ class ContextMixin:
         self._skills.forget()
 
     def _namespaced(self, base: str) -> str:
-        session_id = self.session_id
-        return f"{base}_{session_id}" if session_id else base
+        return f"{base}_{self._session_id}" if self._session_id else base
 
     def _spec(self, config: ContextConfig) -> BlockSpec:
         provider = config.provider
-        if provider is None and self._is_orm:
+        if provider is None and self._orm:
             provider = DjangoContextProvider(self._namespaced(config.label), using=self._using)
         return BlockSpec(config.label, config.description, config.max_tokens, provider)
 
@@ -106,7 +112,7 @@ class ContextMixin:
         """The prompt store (None: the frozen prompt lives in memory only)."""
         if self._prompt_store is _UNRESOLVED:
             store = self._prompt_store_arg
-            if store is None and self._cached_prompt and self._is_orm:
+            if store is None and self._cached_prompt and self._orm:
                 store = DjangoContextProvider(self._namespaced(PROMPT_KEY), using=self._using)
             elif store is not None and has_method(store, "init") and id(store) not in self._provider_inits:
                 call(store.init, self._namespaced(PROMPT_KEY))
@@ -114,16 +120,16 @@ class ContextMixin:
             self._prompt_store = store
         return self._prompt_store
 
-    def _after_clear(self) -> None:
+    def after_clear(self) -> None:
         """After ``clear_messages``: nothing is loaded any more; a stored/frozen prompt is re-rendered."""
         self._skills.clear()
-        if self._memory_prompt is not None or self._stored_prompt() is not None:
+        if self._memory_prompt is not None or self.stored_system_prompt() is not None:
             self.refresh_system_prompt()
 
     # ── builder ─────────────────────────────────────────────────────
     def with_context(
         self, label: str, *, description: str | None = None, max_tokens: int | None = None, provider: Any = None
-    ):
+    ) -> None:
         """Declare a context block (builder); without a provider the ORM storage auto-wires one."""
         config = ContextConfig(label, description, max_tokens, provider)
         if any(c.label == label for c in self._context_configs):
@@ -131,14 +137,12 @@ class ContextMixin:
         self._context_configs.append(config)
         if self._blocks is not None:
             self._blocks.add(self._spec(config), load=False)
-        return self
 
-    def with_cached_prompt(self, provider: Any = None):
+    def with_cached_prompt(self, provider: Any = None) -> None:
         """Persist the frozen system prompt (builder); without a provider the ORM storage keeps it."""
         self._prompt_store_arg = provider
         self._cached_prompt = True
         self._prompt_store = _UNRESOLVED
-        return self
 
     # ── blocks ──────────────────────────────────────────────────────
     def get_context_block(self, label: str) -> ContextBlock | None:
@@ -175,7 +179,7 @@ class ContextMixin:
         blocks = self._context()
         if blocks.has(label):
             raise ValueError(f'Context block "{label}" already exists')
-        if provider is None and not self._is_orm:
+        if provider is None and not self._orm:
             raise ValueError(f'Context block "{label}" needs a provider: this session\'s storage is not the ORM')
         block = blocks.add(self._spec(config))
         self._context_configs.append(config)
@@ -189,7 +193,8 @@ class ContextMixin:
         return removed or len(self._context_configs) != before
 
     # ── system prompt ───────────────────────────────────────────────
-    def _stored_prompt(self) -> str | None:
+    def stored_system_prompt(self) -> str | None:
+        """The frozen prompt as stored (None before the first freeze); renders and stores nothing."""
         store = self._store()
         if store is None:
             return self._memory_prompt
@@ -204,7 +209,7 @@ class ContextMixin:
 
     def freeze_system_prompt(self) -> str:
         """The stored prompt; the first call renders and persists it (an empty stored prompt counts as stored)."""
-        stored = self._stored_prompt()
+        stored = self.stored_system_prompt()
         if stored is not None:
             return stored
         prompt = render_system_prompt(self._context().all())
@@ -227,7 +232,7 @@ class ContextMixin:
 
     def system_prompt_for_estimate(self) -> str | None:
         """The frozen prompt if one is stored, else a render that is not persisted (estimates never freeze)."""
-        stored = self._stored_prompt()
+        stored = self.stored_system_prompt()
         if stored is not None:
             return stored
         return render_system_prompt(self._context().all())
@@ -251,19 +256,15 @@ class ContextMixin:
     def unload_skill(self, label: str, key: str) -> bool:
         """Rewrite the skill's ``load_context`` results in history to ``[skill unloaded: KEY]``; True if loaded."""
         self._skill_block(label)
-        return self._skills.unload(self, label, key)
+        return self._skills.unload(self._history, label, key)
 
     def get_loaded_skill_keys(self) -> set[str]:
         """``"label:key"`` of each loaded skill; restored from history (bounded windows) only with skill blocks."""
         if not self._has_skill_blocks():
             return self._skills.pending()
-        return self._skills.keys(self)
+        return self._skills.keys(self._history)
 
     # ── tools ───────────────────────────────────────────────────────
-    def _context_tools(self) -> dict[str, Tool]:
-        """The context tools for the current blocks (override point for more tools)."""
-        return context_tools(self)
-
     def tools(self) -> dict[str, Tool]:
-        """The AI tools this session offers, by name."""
-        return self._context_tools()
+        """The context tools for the current blocks, by name."""
+        return context_tools(self)

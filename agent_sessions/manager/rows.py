@@ -12,10 +12,25 @@ from django.db.models.functions import Right
 
 from ..exceptions import SessionNotFound
 from ..models import Compaction, CompactionJob, ContextBlockRecord, Message, SearchEntry, SessionRecord
-from ..session_context import PROMPT_KEY
+from ..session.context import PROMPT_KEY
 from ..storage import backends
 from ..types import SessionInfo
 from . import clock
+
+RECORD_FIELDS = (
+    "id",
+    "name",
+    "parent_session_id",
+    "model",
+    "source",
+    "input_tokens",
+    "output_tokens",
+    "estimated_cost",
+    "end_reason",
+    "created_at",
+    "updated_at",
+)
+"""The columns of a session row that exports and archives carry."""
 
 # Newest first; the monotonic clock makes ties rare, the id makes them deterministic.
 LIST_ORDER = ("-updated_at", "-created_at", "-id")

@@ -1,0 +1,358 @@
+"""The compaction part of a Session: overlays, manual ``compact()`` and auto-compaction.
+
+``compact(leaf_id)`` hands the overlay-applied history of that leaf to the compaction
+function, maps the range it returns back to stored ids (a ``compaction_<id>`` boundary
+becomes that overlay's own ``from`` / ``to``), extends it from the earliest overlay
+already visible on the branch (iterative compaction, as the seed does), checks that both
+ends are visible on that path in order, and stores one overlay.  An invalid range stores
+nothing and returns ``None`` (the seed's behaviour), with a warning in the log.
+
+Auto-compaction (``compact_after``) estimates the visible history of the new leaf after
+every insert.  With the ORM storage and the built-in estimate that check does not read the
+history (``DjangoSessionProvider.visible_history_tokens``); a custom ``token_counter``
+receives the messages, so it necessarily loads the history.  Where the compaction then
+runs is the :class:`CompactionRunner`'s business (a setting; the default one runs Celery
+tasks for named configurations and compacts inline otherwise); failures never fail the append.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING, Any, Protocol
+
+from asgiref.sync import sync_to_async
+from django.utils.module_loading import import_string
+
+from .. import conf
+from ..asyncutils import acall, call
+from ..compaction import CompactContext
+from ..exceptions import CompactionNotConfigured
+from ..storage.orm import DjangoSessionProvider
+from ..tokens import estimate_message_tokens, estimate_string_tokens
+from ..types import COMPACTION_PREFIX, CompactResult, StoredCompaction, TokenCounterInput, is_finite_number
+from .context import SessionContext
+
+if TYPE_CHECKING:
+    from .facade import Session
+
+logger = logging.getLogger("agent_sessions")
+
+
+class LeaseRun(Protocol):
+    """What a runner's lease yields: ``held`` (False: another run holds it); set ``compacted`` for the record."""
+
+    held: bool
+    compacted: bool
+
+
+class CompactionRunner(Protocol):
+    """Where compactions run: the per-session lease and what happens once the threshold is crossed.
+
+    The default (``AGENT_SESSIONS_COMPACTION_RUNNER``) is
+    :class:`agent_sessions.tasks.CeleryCompactionRunner`; the session never imports it.
+    """
+
+    def lease(self, session: Session) -> AbstractContextManager[LeaseRun]:
+        """The lease a manual ``compact()`` runs under (the one automatic runs take)."""
+        ...
+
+    def auto_compact(self, session: Session, leaf_id: str) -> None:
+        """Compact ``session`` (or have it compacted) after ``leaf_id`` crossed the threshold; never raises."""
+        ...
+
+
+@cache
+def _runner_at(path: str) -> CompactionRunner:
+    return import_string(path)()
+
+
+def default_runner() -> CompactionRunner:
+    """The runner named by ``AGENT_SESSIONS_COMPACTION_RUNNER`` (one instance per path)."""
+    return _runner_at(conf.compaction_runner())
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What ``compact`` works on: the visible history and where each boundary id sits in it."""
+
+    leaf_id: str | None
+    history: list[dict]
+    overlays: dict[str, StoredCompaction]  # compaction message id → overlay, for those in the history
+    from_pos: dict[str, int]  # ids a range may start at → index in the history
+    to_pos: dict[str, int]  # ids a range may end at → index in the history
+    earliest: StoredCompaction | None  # the first overlay applied on this path
+    seen: frozenset[str] = frozenset()  # ids of every stored overlay, read before the history
+
+
+class SessionCompaction:
+    """Overlays, ``compact()`` and the auto-compaction check of one session.
+
+    Depends on the session's public API (its storage and id), on its context part (the
+    system prompt counts towards the threshold and is refreshed after a compaction) and
+    on a :class:`CompactionRunner`.
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        context: SessionContext,
+        *,
+        runner: CompactionRunner | None = None,
+        token_counter: Callable[..., Any] | None = None,
+        on_compaction_error: Callable[..., Any] | None = None,
+    ) -> None:
+        self._session = session
+        self._context = context
+        self._runner = runner
+        self._compact_fn: Callable[..., Any] | None = None
+        self._threshold: int | None = None
+        self._token_counter = token_counter
+        self._on_error = on_compaction_error
+
+    @property
+    def runner(self) -> CompactionRunner:
+        """The runner given, or the configured default."""
+        return self._runner if self._runner is not None else default_runner()
+
+    @property
+    def configured(self) -> bool:
+        """True once a compaction function is set (``on_compaction``)."""
+        return self._compact_fn is not None
+
+    @property
+    def auto(self) -> bool:
+        """True when auto-compaction is configured (a function and a threshold)."""
+        return self._compact_fn is not None and self._threshold is not None
+
+    # ── builder ─────────────────────────────────────────────────────
+    def on_compaction(self, fn: Callable[..., Any]) -> None:
+        """Set the compaction function ``fn(messages, context) -> CompactResult | None``."""
+        self._compact_fn = fn
+
+    def compact_after(self, threshold: int, token_counter: Callable[..., Any] | None = None) -> None:
+        """Compact automatically once the estimated tokens exceed ``threshold``."""
+        self._threshold = int(threshold)
+        if token_counter is not None:
+            self._token_counter = token_counter
+
+    def on_compaction_error(self, handler: Callable[..., Any]) -> None:
+        """Receive errors of auto-compaction; a failing handler is swallowed."""
+        self._on_error = handler
+
+    # ── overlays ────────────────────────────────────────────────────
+    def add_compaction(self, summary: str, from_message_id: str, to_message_id: str) -> StoredCompaction:
+        """Store an overlay replacing ``from..to`` with ``summary`` on read."""
+        return call(self._session.storage.add_compaction, summary, from_message_id, to_message_id)
+
+    def get_compactions(self) -> list[StoredCompaction]:
+        """Every stored overlay, oldest first."""
+        return call(self._session.storage.get_compactions)
+
+    # ── compaction ──────────────────────────────────────────────────
+    def compact(self, leaf_id: str | None = None) -> CompactResult | None:
+        """Summarise the middle of the path to ``leaf_id`` into an overlay, under the session's lease."""
+        fn = self._require_compact_fn()
+        with self.runner.lease(self._session) as run:
+            if not run.held:
+                logger.info("agent_sessions: session %r is being compacted already", self._session.session_id)
+                return None
+            result = self._compact_with(fn, leaf_id)
+            run.compacted = result is not None
+            return result
+
+    async def acompact(self, leaf_id: str | None = None) -> CompactResult | None:
+        """Async :meth:`compact` (same lease); awaits the function (its ``acall`` when it has one)."""
+        fn = self._require_compact_fn()
+        lease = self.runner.lease(self._session)
+        run = await sync_to_async(lease.__enter__, thread_sensitive=True)()
+        try:
+            if not run.held:
+                logger.info("agent_sessions: session %r is being compacted already", self._session.session_id)
+                result = None
+            else:
+                result = await self._acompact_with(fn, leaf_id)
+                run.compacted = result is not None
+        except BaseException as exc:
+            if not await sync_to_async(lease.__exit__, thread_sensitive=True)(type(exc), exc, exc.__traceback__):
+                raise
+            return None
+        await sync_to_async(lease.__exit__, thread_sensitive=True)(None, None, None)
+        return result
+
+    def compact_held(self, leaf_id: str | None = None) -> CompactResult | None:
+        """:meth:`compact` for a runner that holds the session's lease already."""
+        return self._compact_with(self._require_compact_fn(), leaf_id)
+
+    def _compact_with(self, fn: Callable[..., Any], leaf_id: str | None) -> CompactResult | None:
+        plan = self._compaction_plan(leaf_id)
+        if plan is None:
+            return None
+        return self._store_compaction(plan, call(fn, plan.history, self._compact_context()))
+
+    async def _acompact_with(self, fn: Callable[..., Any], leaf_id: str | None) -> CompactResult | None:
+        plan = await sync_to_async(self._compaction_plan, thread_sensitive=True)(leaf_id)
+        if plan is None:
+            return None
+        context = self._compact_context()
+        fn_acall = getattr(fn, "acall", None)
+        if callable(fn_acall):
+            result = await fn_acall(plan.history, context)
+        else:
+            result = await acall(fn, plan.history, context)
+        return await sync_to_async(self._store_compaction, thread_sensitive=True)(plan, result)
+
+    def _require_compact_fn(self) -> Callable[..., Any]:
+        if self._compact_fn is None:
+            raise CompactionNotConfigured("no compaction function: call on_compaction(fn) first")
+        return self._compact_fn
+
+    def _compact_context(self) -> CompactContext:
+        return CompactContext(token_counter=self._token_counter)
+
+    def _compaction_plan(self, leaf_id: str | None) -> _Plan | None:
+        """Load the visible history of the leaf and index where ranges may start and end."""
+        # Overlays first: one stored after this read makes the plan stale (see _store_compaction).
+        stored = call(self._session.storage.get_compactions)
+        history = call(self._session.storage.get_history, leaf_id)
+        if not history:
+            return None
+        by_message = {f"{COMPACTION_PREFIX}{c.id}": c for c in stored}
+        overlays: dict[str, StoredCompaction] = {}
+        from_pos: dict[str, int] = {}
+        to_pos: dict[str, int] = {}
+        for index, message in enumerate(history):
+            overlay = by_message.get(message["id"]) if message["id"].startswith(COMPACTION_PREFIX) else None
+            if overlay is not None:
+                overlays[message["id"]] = overlay
+                from_pos.setdefault(overlay.from_message_id, index)
+                to_pos.setdefault(overlay.to_message_id, index)
+            else:
+                from_pos.setdefault(message["id"], index)
+                to_pos.setdefault(message["id"], index)
+        earliest = next(iter(overlays.values()), None)
+        return _Plan(leaf_id, history, overlays, from_pos, to_pos, earliest, frozenset(c.id for c in stored))
+
+    def _store_compaction(self, plan: _Plan, result: Any) -> CompactResult | None:
+        """Map, validate and store what the function returned; refresh a cached prompt."""
+        if result is None:
+            return None
+        result = _as_result(result)
+        if not result.summary.strip():
+            return None
+        from_id = _unwrap(result.from_message_id, plan, "from")
+        to_id = _unwrap(result.to_message_id, plan, "to")
+        start, end = plan.from_pos.get(from_id), plan.to_pos.get(to_id)
+        if start is None or end is None or start > end:
+            logger.warning(
+                "agent_sessions: compaction range %r..%r is not on the path of session %r; nothing stored",
+                result.from_message_id,
+                result.to_message_id,
+                self._session.session_id,
+            )
+            return None
+        earliest = plan.earliest
+        if earliest is not None and plan.from_pos[earliest.from_message_id] < start:
+            from_id = earliest.from_message_id  # iterative: the new summary also replaces the older one
+        if isinstance(self._session.storage, DjangoSessionProvider):
+            # Concurrent compact() calls on one session all summarise the same history; only the
+            # first to store wins, the others (their plan is stale) store nothing and return None.
+            if self._session.storage.add_compaction_if_unchanged(result.summary, from_id, to_id, plan.seen) is None:
+                logger.info(
+                    "agent_sessions: session %r was compacted concurrently; this summary was dropped",
+                    self._session.session_id,
+                )
+                return None
+        else:
+            self.add_compaction(result.summary, from_id, to_id)
+        if self._context.prompt_is_cached:
+            self._context.refresh_system_prompt()
+        return CompactResult(from_message_id=from_id, to_message_id=to_id, summary=result.summary)
+
+    # ── auto-compaction ─────────────────────────────────────────────
+    def after_append(self, leaf_id: str, *, path_tokens: int | None = None) -> None:
+        """Run after an insert: estimate, and hand over to the runner above the threshold.
+
+        Never raises: estimating errors go to :meth:`report_error` (the message is stored);
+        the runner reports its own.
+        """
+        if not self.auto:
+            return
+        try:
+            tokens = self.estimate_tokens(leaf_id, path_tokens=path_tokens)
+        except Exception as exc:  # noqa: BLE001 - auto-compaction is never fatal to an append
+            self.report_error(exc)
+            return
+        if self._threshold is not None and tokens > self._threshold:
+            self.runner.auto_compact(self._session, leaf_id)
+
+    def over_threshold(self, leaf_id: str | None = None) -> bool:
+        """True when auto-compaction is configured and the leaf's estimate exceeds the threshold."""
+        if not self.auto or self._threshold is None:
+            return False
+        return self.estimate_tokens(leaf_id) > self._threshold
+
+    def estimate_tokens(self, leaf_id: str | None = None, *, path_tokens: int | None = None) -> int:
+        """Estimated tokens of the leaf's visible history plus the system prompt.
+
+        After an append the caller passes the new message's id and the running total
+        the insert returned (``path_tokens``), so no history is read.
+        """
+        prompt = self._context.system_prompt_for_estimate()
+        storage = self._session.storage
+        if self._token_counter is not None:
+            value = call(
+                self._token_counter,
+                TokenCounterInput(
+                    messages=call(storage.get_history, leaf_id),
+                    system_prompt=prompt,
+                    context_blocks=list(self._context.get_context_blocks()),
+                ),
+            )
+            return math.ceil(value) if is_finite_number(value) and value > 0 else 0
+        history_tokens = None
+        if isinstance(storage, DjangoSessionProvider):
+            history_tokens = storage.visible_history_tokens(leaf_id, path_tokens)
+        if history_tokens is None:
+            history_tokens = estimate_message_tokens(call(storage.get_history, leaf_id))
+        return history_tokens + estimate_string_tokens(prompt or "")
+
+    def report_error(self, error: BaseException) -> None:
+        """Log an auto-compaction failure and hand it to ``on_compaction_error`` (whose errors are swallowed)."""
+        logger.warning(
+            "agent_sessions: auto-compaction of session %r failed: %s: %s",
+            self._session.session_id,
+            type(error).__name__,
+            error,
+        )
+        if self._on_error is None:
+            return
+        try:
+            call(self._on_error, error)
+        except Exception:  # noqa: BLE001 - a failing handler must not fail the append
+            logger.exception("agent_sessions: the on_compaction_error handler failed")
+
+
+def _as_result(result: Any) -> CompactResult:
+    """Accept a ``CompactResult`` or anything with its three fields (attributes or keys)."""
+    if isinstance(result, CompactResult):
+        value = result
+    elif isinstance(result, dict):
+        value = CompactResult(result["from_message_id"], result["to_message_id"], result["summary"])
+    else:
+        value = CompactResult(result.from_message_id, result.to_message_id, result.summary)
+    if not isinstance(value.summary, str):
+        raise TypeError(f"a compaction summary must be a str, not {type(value.summary).__name__}")
+    return value
+
+
+def _unwrap(message_id: Any, plan: _Plan, end: str) -> Any:
+    """A ``compaction_<id>`` boundary stands for that overlay's own ``from`` / ``to``."""
+    overlay = plan.overlays.get(message_id) if isinstance(message_id, str) else None
+    if overlay is None:
+        return message_id
+    return overlay.from_message_id if end == "from" else overlay.to_message_id

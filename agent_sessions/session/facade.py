@@ -1,0 +1,401 @@
+"""Session: one conversation's public API, a thin facade over its parts.
+
+The message operations go straight to the storage (a :class:`~agent_sessions.SessionProvider`);
+context blocks, the system prompt and skills are :class:`SessionContext`'s; overlays and
+compaction are :class:`SessionCompaction`'s.  Each part gets what it needs in its
+constructor and talks to the others only through their public methods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Self
+
+from ..asyncutils import async_twin, call
+from ..context.block import ContextBlock
+from ..exceptions import SearchNotSupported
+from ..storage.base import SessionProvider
+from ..storage.orm import OMITTED, AppendOutcome, DjangoSessionProvider
+from ..tools import Tool
+from ..types import (
+    CompactResult,
+    HistoryRowStat,
+    RecentHistory,
+    SearchResult,
+    StoredCompaction,
+    check_id_length,
+    dump_message,
+    validate_message,
+)
+from . import tool_results
+from .compaction import CompactionRunner, SessionCompaction
+from .context import ContextConfig, SessionContext
+
+__all__ = ["Session"]
+
+
+class Session:
+    """One conversation: a message tree, its context blocks, prompt and compaction.
+
+    Build it with :meth:`create` and the ``with_*`` / ``on_*`` builder methods
+    (order does not matter; providers resolve on first use), or construct it
+    directly with a storage object.  Every non-builder method has an ``a``-prefixed
+    async twin.  ``config_name`` names a registered configuration, so a Celery worker
+    can rebuild this session and auto-compaction runs there.
+    """
+
+    def __init__(
+        self,
+        storage: SessionProvider,
+        *,
+        context: list[ContextConfig] | None = None,
+        prompt_store: Any = None,
+        token_counter: Callable[..., Any] | None = None,
+        on_compaction_error: Callable[..., Any] | None = None,
+        runner: CompactionRunner | None = None,
+        config_name: str | None = None,
+    ) -> None:
+        self._storage = storage
+        self._orm = isinstance(storage, DjangoSessionProvider)
+        self._session_id: str | None = None
+        self._config_name = config_name or None
+        self._provider_answers_bool = False  # set once a custom provider's append returns a bool
+        alias = storage.alias if isinstance(storage, DjangoSessionProvider) else None
+        self.context = SessionContext(self, orm=self._orm, using=alias, configs=context, prompt_store=prompt_store)
+        """Context blocks, the system prompt, skills and context tools."""
+        self.context.rekey(self.session_id)
+        self.compaction = SessionCompaction(
+            self, self.context, runner=runner, token_counter=token_counter, on_compaction_error=on_compaction_error
+        )
+        """Overlays, ``compact()`` and the auto-compaction check."""
+
+    # ── builder ─────────────────────────────────────────────────────
+    @classmethod
+    def create(
+        cls, storage: SessionProvider | None = None, *, using: str | None = None, config_name: str | None = None
+    ) -> Session:
+        """A builder on ``storage``, or on the Django ORM (alias ``using``) when None."""
+        provider = storage if storage is not None else DjangoSessionProvider("", using=using)
+        return cls(provider, config_name=config_name)
+
+    def for_session(self, session_id: str) -> Self:
+        """Namespace this session: messages, memory blocks and the stored prompt are keyed by it."""
+        if not isinstance(session_id, str) or "\x00" in session_id:
+            raise ValueError("session_id must be a string without NUL characters")
+        check_id_length(session_id, "session id")
+        self._session_id = session_id
+        if isinstance(self._storage, DjangoSessionProvider):
+            self._storage.session_id = session_id
+        self.context.rekey(session_id)
+        return self
+
+    def with_context(
+        self, label: str, *, description: str | None = None, max_tokens: int | None = None, provider: Any = None
+    ) -> Self:
+        """Declare a context block; without a provider the ORM storage auto-wires one."""
+        self.context.with_context(label, description=description, max_tokens=max_tokens, provider=provider)
+        return self
+
+    def with_cached_prompt(self, provider: Any = None) -> Self:
+        """Persist the frozen system prompt; without a provider the ORM storage keeps it."""
+        self.context.with_cached_prompt(provider)
+        return self
+
+    def on_compaction(self, fn: Callable[..., Any]) -> Self:
+        """Set the compaction function ``fn(messages, context) -> CompactResult | None``."""
+        self.compaction.on_compaction(fn)
+        return self
+
+    def compact_after(self, threshold: int, token_counter: Callable[..., Any] | None = None) -> Self:
+        """Compact automatically once the estimated tokens exceed ``threshold``.
+
+        ``token_counter(TokenCounterInput(messages, system_prompt, context_blocks))`` (sync or
+        async) replaces the built-in estimate; a non-finite or non-numeric answer counts as 0.
+        It is also handed to the compaction function as ``CompactContext.token_counter``.
+        Unlike the built-in estimate, a custom counter reads the whole visible history
+        after every append.
+        """
+        self.compaction.compact_after(threshold, token_counter)
+        return self
+
+    def on_compaction_error(self, handler: Callable[..., Any]) -> Self:
+        """Receive errors of auto-compaction; a failing handler is swallowed."""
+        self.compaction.on_compaction_error(handler)
+        return self
+
+    # ── identity ────────────────────────────────────────────────────
+    @property
+    def storage(self) -> Any:
+        """The SessionProvider behind this session."""
+        return self._storage
+
+    @property
+    def session_id(self) -> str:
+        """The namespace given to :meth:`for_session` (or the ORM provider's), ``""`` by default."""
+        if self._session_id is not None:
+            return self._session_id
+        return getattr(self._storage, "session_id", "") if self._orm else ""
+
+    @property
+    def config_name(self) -> str | None:
+        """The registered configuration this session was built from, if any."""
+        return self._config_name
+
+    def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        return call(getattr(self._storage, name), *args, **kwargs)
+
+    # ── messages ────────────────────────────────────────────────────
+    def append_message(self, message: dict, parent_id: Any = OMITTED) -> bool:
+        """Store a message; True if inserted, False if its id already exists here.
+
+        ``parent_id`` omitted → child of the latest leaf; ``None`` → a new root;
+        a string → child of that message (a root if it is not in this session).
+        """
+        if self._orm:
+            outcome = self._storage.append_message_stats(message, parent_id)
+        else:
+            outcome = self._append_custom(message, parent_id)
+        if outcome.inserted:
+            self.compaction.after_append(message["id"], path_tokens=outcome.path_tokens)
+        return outcome.inserted
+
+    def _append_custom(self, message: dict, parent_id: Any) -> AppendOutcome:
+        """Append through a custom provider, keeping the duplicate-id contract for any provider.
+
+        A provider answering with a bool is trusted (it dedupes itself); one answering
+        anything else (None, as the seed's providers do) gets a ``get_message`` check
+        first, so a known id returns False and the provider is not called again
+        (a provider without ``get_message`` cannot be checked).
+        """
+        validate_message(message)
+        known = not self._provider_answers_bool and hasattr(self._storage, "get_message")
+        if known and self._call("get_message", message["id"]) is not None:
+            return AppendOutcome(inserted=False)
+        args = (message,) if parent_id is OMITTED else (message, parent_id)
+        result = self._call("append_message", *args)
+        if isinstance(result, bool):
+            self._provider_answers_bool = True
+            return AppendOutcome(inserted=result)
+        return AppendOutcome(inserted=True)
+
+    def update_message(self, message: dict) -> Any:
+        """Replace a stored message (matched by id); search is re-indexed."""
+        validate_message(message)
+        return self._call("update_message", message)
+
+    def delete_messages(self, message_ids: list[str]) -> Any:
+        """Delete messages by id; their children stay as roots of their subtrees."""
+        return self._call("delete_messages", list(message_ids))
+
+    def clear_messages(self) -> None:
+        """Delete every message and overlay, forget loaded skills, refresh a stored prompt."""
+        self._call("clear_messages")
+        self.context.after_clear()
+
+    def get_history(self, leaf_id: str | None = None) -> list[dict]:
+        """Root→leaf path (latest leaf by default) with compaction overlays applied; ``[]`` if unknown."""
+        return self._call("get_history", leaf_id)
+
+    def get_message(self, message_id: str) -> dict | None:
+        """One stored message, or None."""
+        return self._call("get_message", message_id)
+
+    def get_latest_leaf(self) -> dict | None:
+        """The most recently appended childless message, or None."""
+        return self._call("get_latest_leaf")
+
+    def get_path_length(self, leaf_id: str | None = None) -> int:
+        """Stored messages from the root to the leaf (no overlays)."""
+        return int(self._call("get_path_length", leaf_id))
+
+    def get_branches(self, message_id: str) -> list[dict]:
+        """Children of a message, oldest first."""
+        return self._call("get_branches", message_id)
+
+    def get_recent_history(
+        self, leaf_id: str | None = None, *, max_content_bytes: int, min_recent_messages: int = 1
+    ) -> RecentHistory:
+        """The longest recent suffix of the path whose stored sizes fit ``max_content_bytes``."""
+        if hasattr(self._storage, "get_recent_history"):
+            return self._call(
+                "get_recent_history",
+                leaf_id,
+                max_content_bytes=max_content_bytes,
+                min_recent_messages=min_recent_messages,
+            )
+        return _recent_from_history(self.get_history(leaf_id), max_content_bytes, min_recent_messages)
+
+    def get_history_row_stats(self, leaf_id: str | None = None) -> list[HistoryRowStat]:
+        """``HistoryRowStat(id, role, bytes)`` per stored message on the path."""
+        if hasattr(self._storage, "get_history_row_stats"):
+            return self._call("get_history_row_stats", leaf_id)
+        return [
+            HistoryRowStat(id=m["id"], role=m["role"], bytes=_stored_bytes(m))
+            for m in self._call("get_history", leaf_id)
+        ]
+
+    def search(
+        self, query: str, *, limit: int = 20, offset: int = 0, role: str | list[str] | None = None
+    ) -> list[SearchResult]:
+        """Messages of this session matching ``query``, best first.
+
+        Words are ANDed; ``"phrases"``, ``OR`` and ``-excluded`` work as on web search
+        engines; CJK text matches by substring. ``offset``/``role`` need the ORM storage.
+        """
+        if not hasattr(self._storage, "search_messages"):
+            raise SearchNotSupported(f"{type(self._storage).__name__} cannot search messages")
+        if self._orm:
+            return self._storage.search_messages(query, limit, offset=offset, role=role)
+        return self._call("search_messages", query, limit)
+
+    def add_tool_result(
+        self, tool_call_id: str, output: Any = None, *, error: str | None = None, message_id: str | None = None
+    ) -> dict:
+        """Store a tool call's result (state ``output-available``) or error (``output-error``).
+
+        The call is looked up in ``message_id``, or in the latest message of the current path
+        that has it. Returns the updated message; an unknown call raises InvalidMessage and
+        writes nothing.
+        """
+        return tool_results.add_tool_result(self, tool_call_id, output, error=error, message_id=message_id)
+
+    # ── context blocks, system prompt, skills, tools (SessionContext) ──
+    def get_context_block(self, label: str) -> ContextBlock | None:
+        """One block (read from its provider on first use), or None for an unknown label."""
+        return self.context.get_context_block(label)
+
+    def get_context_blocks(self) -> list[ContextBlock]:
+        """Every block in registration order (providers read on first use)."""
+        return self.context.get_context_blocks()
+
+    def replace_context_block(self, label: str, content: str) -> ContextBlock:
+        """Replace a writable block's content; ContextReadOnly / ContextTooLarge leave it unchanged."""
+        return self.context.replace_context_block(label, content)
+
+    def append_context_block(self, label: str, content: str) -> ContextBlock:
+        """Append to a writable block (a ``"\\n"`` is inserted unless it is empty or ``content`` starts with one)."""
+        return self.context.append_context_block(label, content)
+
+    def set_context_entry(
+        self, label: str, content: str, *, title: str | None = None, description: str | None = None
+    ) -> str:
+        """Write a keyed entry to a skill/search block (key from ``title`` or the content); returns the key."""
+        return self.context.set_context_entry(label, content, title=title, description=description)
+
+    def search_context(self, label: str, query: str) -> Any:
+        """Run a search block's ``search(query)`` and return the provider's results."""
+        return self.context.search_context(label, query)
+
+    def add_context(
+        self, label: str, *, description: str | None = None, max_tokens: int | None = None, provider: Any = None
+    ) -> ContextBlock:
+        """Add a block at runtime (ValueError on a duplicate label, or without a provider on custom storage)."""
+        return self.context.add_context(label, description=description, max_tokens=max_tokens, provider=provider)
+
+    def remove_context(self, label: str) -> bool:
+        """Remove a block (its stored content stays); False if there was none."""
+        return self.context.remove_context(label)
+
+    def freeze_system_prompt(self) -> str:
+        """The stored prompt; the first call renders and persists it (an empty stored prompt counts as stored)."""
+        return self.context.freeze_system_prompt()
+
+    def refresh_system_prompt(self) -> str:
+        """Re-read every provider, re-render and persist the prompt."""
+        return self.context.refresh_system_prompt()
+
+    def system_prompt_for_estimate(self) -> str | None:
+        """The frozen prompt if one is stored, else a render that is not persisted (estimates never freeze)."""
+        return self.context.system_prompt_for_estimate()
+
+    def load_skill(self, label: str, key: str) -> str | None:
+        """A skill's full text (recorded as loaded), or None when the provider has no such key."""
+        return self.context.load_skill(label, key)
+
+    def unload_skill(self, label: str, key: str) -> bool:
+        """Rewrite the skill's ``load_context`` results in history to ``[skill unloaded: KEY]``; True if loaded."""
+        return self.context.unload_skill(label, key)
+
+    def get_loaded_skill_keys(self) -> set[str]:
+        """``"label:key"`` of each loaded skill; restored from history (bounded windows) only with skill blocks."""
+        return self.context.get_loaded_skill_keys()
+
+    def tools(self) -> dict[str, Tool]:
+        """The AI tools this session offers, by name."""
+        return self.context.tools()
+
+    # ── overlays and compaction (SessionCompaction) ─────────────────
+    def add_compaction(self, summary: str, from_message_id: str, to_message_id: str) -> StoredCompaction:
+        """Store an overlay replacing ``from..to`` with ``summary`` on read."""
+        return self.compaction.add_compaction(summary, from_message_id, to_message_id)
+
+    def get_compactions(self) -> list[StoredCompaction]:
+        """Every stored overlay, oldest first."""
+        return self.compaction.get_compactions()
+
+    def compact(self, leaf_id: str | None = None) -> CompactResult | None:
+        """Summarise the middle of the path to ``leaf_id`` (latest leaf by default) into an overlay.
+
+        Returns the stored range and summary, or None when the function found nothing to
+        compact, returned a range that is not visible on this path, or another compaction
+        of this session (manual or automatic, in any process) is running: both take the
+        same job lease, so the summariser never runs twice at once for one session.
+        Raises ``CompactionNotConfigured`` without ``on_compaction``; the function's own
+        errors (e.g. the summariser's) propagate.
+        """
+        return self.compaction.compact(leaf_id)
+
+    async def acompact(self, leaf_id: str | None = None) -> CompactResult | None:
+        """Async twin of :meth:`compact` (same lease); awaits the function (its ``acall`` when it has one)."""
+        return await self.compaction.acompact(leaf_id)
+
+    # ── async twins ─────────────────────────────────────────────────
+    aappend_message = async_twin(append_message)
+    aupdate_message = async_twin(update_message)
+    adelete_messages = async_twin(delete_messages)
+    aclear_messages = async_twin(clear_messages)
+    aget_history = async_twin(get_history)
+    aget_message = async_twin(get_message)
+    aget_latest_leaf = async_twin(get_latest_leaf)
+    aget_path_length = async_twin(get_path_length)
+    aget_branches = async_twin(get_branches)
+    aget_recent_history = async_twin(get_recent_history)
+    aget_history_row_stats = async_twin(get_history_row_stats)
+    asearch = async_twin(search)
+    aadd_tool_result = async_twin(add_tool_result)
+    aget_context_block = async_twin(get_context_block)
+    aget_context_blocks = async_twin(get_context_blocks)
+    areplace_context_block = async_twin(replace_context_block)
+    aappend_context_block = async_twin(append_context_block)
+    aset_context_entry = async_twin(set_context_entry)
+    asearch_context = async_twin(search_context)
+    aadd_context = async_twin(add_context)
+    aremove_context = async_twin(remove_context)
+    afreeze_system_prompt = async_twin(freeze_system_prompt)
+    arefresh_system_prompt = async_twin(refresh_system_prompt)
+    asystem_prompt_for_estimate = async_twin(system_prompt_for_estimate)
+    aload_skill = async_twin(load_skill)
+    aunload_skill = async_twin(unload_skill)
+    aget_loaded_skill_keys = async_twin(get_loaded_skill_keys)
+    atools = async_twin(tools)
+    aadd_compaction = async_twin(add_compaction)
+    aget_compactions = async_twin(get_compactions)
+
+
+def _stored_bytes(message: dict) -> int:
+    """UTF-8 size of a message's stored JSON, for providers that cannot tell."""
+    return len(dump_message(message).encode("utf-8"))
+
+
+def _recent_from_history(history: list[dict], max_bytes: int, min_recent: int) -> RecentHistory:
+    """Fallback for providers without ``get_recent_history``: cut a loaded history."""
+    min_recent = max(1, int(min_recent))
+    kept: list[dict] = []
+    total = 0
+    for index, message in enumerate(reversed(history)):
+        size = _stored_bytes(message)
+        if index >= min_recent and total + size > max_bytes:
+            break
+        kept.append(message)
+        total += size
+    return RecentHistory(messages=list(reversed(kept)), truncated=len(kept) < len(history), total_content_bytes=total)
