@@ -51,6 +51,9 @@ DEFAULTS: dict[str, Any] = {
     "COMPACTION_RUNNER": "agent_sessions.tasks.CeleryCompactionRunner",
     # How long a compaction run's lease lasts without a heartbeat; a live run renews it every
     # COMPACTION_HEARTBEAT_SECONDS, so a dead holder (on another host) is taken over after this.
+    # How long the auto-compaction check may add each append's tokens to its last full estimate
+    # instead of reading it again (another process's overlay or prompt changes are seen after this).
+    "COMPACTION_CHECK_REFRESH_SECONDS": 5.0,
     "COMPACTION_LEASE_SECONDS": 60,
     "COMPACTION_HEARTBEAT_SECONDS": 10,
     # A Celery worker re-sends pending and orphaned jobs this often (0: only at worker start); no beat needed.
@@ -169,6 +172,11 @@ def summarizer_api_key() -> str | None:
 def compaction_runner() -> str:
     """Dotted path of the CompactionRunner sessions use (the Celery one by default)."""
     return str(get("COMPACTION_RUNNER"))
+
+
+def compaction_check_refresh_seconds() -> float:
+    """Seconds a full threshold estimate is extended append by append (0: read it after every append)."""
+    return max(0.0, float(get("COMPACTION_CHECK_REFRESH_SECONDS")))
 
 
 def compaction_lease_seconds() -> float:

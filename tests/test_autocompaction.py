@@ -517,3 +517,69 @@ def test_threshold_check_queries_do_not_grow_with_history(session_id):
         return len(queries.captured_queries)
 
     assert appends_queries(10) == appends_queries(400)
+
+
+# ── the incremental check ───────────────────────────────────────────────────
+
+
+class RecordingRunner:
+    """A CompactionRunner that only records what it was asked to do."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def lease(self, session):
+        return jobs.manual_lease(session)
+
+    def auto_compact(self, session, leaf_id):
+        self.calls.append(leaf_id)
+
+
+def _recorded(session_id: str, threshold: int) -> tuple[Session, RecordingRunner]:
+    runner = RecordingRunner()
+    session = Session(Session.create().storage, runner=runner).for_session(session_id)
+    return session.on_compaction(reference()).compact_after(threshold), runner
+
+
+def test_an_append_under_the_last_estimate_adds_its_tokens_without_a_query():
+    plain = Session.create().for_session("incremental-plain")
+    session, runner = _recorded("incremental", threshold=10**9)
+    session.append_message(msg("m0", text="first"))  # a full estimate, remembered
+    for target in (plain, session):
+        with CaptureQueriesContext(connection) as queries:
+            target.append_message(msg("m1" if target is session else "p1", text="second message"))
+        target.queries = len(queries)
+    assert session.queries == plain.queries  # the check itself read nothing
+    assert session.compaction.estimate_tokens() == session.compaction._last.tokens  # and agrees with a full read
+    assert runner.calls == []
+
+
+def test_an_estimate_over_the_threshold_is_read_again_before_the_runner_is_called():
+    session, runner = _recorded("stale-high", threshold=60)
+    for i in range(3):
+        session.append_message(msg(f"m{i}", text=f"message number {i} " * 3))
+    # Another process compacts most of the path: this session's remembered estimate is now too high.
+    other = Session.create().for_session("stale-high")
+    other.add_compaction("short", "m0", "m2")
+    session.append_message(msg("m3", text="a few more words " * 2))
+    assert session.compaction.estimate_tokens() <= 60
+    assert runner.calls == []  # the full re-read saw the overlay: nothing was dispatched
+    session.append_message(msg("m4", text="and then a great many more words " * 6))
+    assert runner.calls == ["m4"]
+
+
+def test_context_writes_and_the_refresh_interval_force_a_full_estimate(settings):
+    session, _ = _recorded("refresh", threshold=10**9)
+    session.with_context("memory")
+    session.append_message(msg("m0", text="hello"))
+    session.append_message(msg("m1", text="hello again"))
+    assert session.compaction._last.read_at is not None
+    read_at = session.compaction._last.read_at
+    session.replace_context_block("memory", "a fact " * 50)  # the prompt estimate grows
+    session.append_message(msg("m2", text="and again"))
+    assert session.compaction._last.read_at > read_at
+    assert session.compaction._last.tokens == session.compaction.estimate_tokens()
+    settings.AGENT_SESSIONS_COMPACTION_CHECK_REFRESH_SECONDS = 0
+    read_at = session.compaction._last.read_at
+    session.append_message(msg("m3", text="once more"))
+    assert session.compaction._last.read_at > read_at

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -64,6 +65,17 @@ class CompactionRunner(Protocol):
     def auto_compact(self, session: Session, leaf_id: str) -> None:
         """Compact ``session`` (or have it compacted) after ``leaf_id`` crossed the threshold; never raises."""
         ...
+
+
+@dataclass
+class _Estimate:
+    """The last full threshold estimate: at which leaf, its raw path total, the estimate, when."""
+
+    leaf_id: str
+    path_tokens: int
+    tokens: int
+    read_at: float
+    context_version: int
 
 
 @cache
@@ -113,6 +125,7 @@ class SessionCompaction:
         self._threshold: int | None = None
         self._token_counter = token_counter
         self._on_error = on_compaction_error
+        self._last: _Estimate | None = None
 
     @property
     def runner(self) -> CompactionRunner:
@@ -147,6 +160,7 @@ class SessionCompaction:
     # ── overlays ────────────────────────────────────────────────────
     def add_compaction(self, summary: str, from_message_id: str, to_message_id: str) -> StoredCompaction:
         """Store an overlay replacing ``from..to`` with ``summary`` on read."""
+        self.forget_estimate()
         return call(self._session.storage.add_compaction, summary, from_message_id, to_message_id)
 
     def get_compactions(self) -> list[StoredCompaction]:
@@ -271,24 +285,62 @@ class SessionCompaction:
             self.add_compaction(result.summary, from_id, to_id)
         if self._context.prompt_is_cached:
             self._context.refresh_system_prompt()
+        self.forget_estimate()
         return CompactResult(from_message_id=from_id, to_message_id=to_id, summary=result.summary)
 
     # ── auto-compaction ─────────────────────────────────────────────
-    def after_append(self, leaf_id: str, *, path_tokens: int | None = None) -> None:
+    def after_append(self, leaf_id: str, *, path_tokens: int | None = None, parent_id: str | None = None) -> None:
         """Run after an insert: estimate, and hand over to the runner above the threshold.
 
-        Never raises: estimating errors go to :meth:`report_error` (the message is stored);
-        the runner reports its own.
+        An append under the leaf of the last full estimate (``parent_id``) adds its own
+        tokens to that estimate instead of reading anything (see :meth:`_quick_estimate`);
+        only a result over the threshold is confirmed by a full estimate before the runner
+        is called.  Never raises: estimating errors go to :meth:`report_error` (the message
+        is stored); the runner reports its own.
         """
-        if not self.auto:
+        if not self.auto or self._threshold is None:
             return
         try:
-            tokens = self.estimate_tokens(leaf_id, path_tokens=path_tokens)
+            tokens = self._quick_estimate(leaf_id, path_tokens, parent_id)
+            if tokens is None or tokens > self._threshold:
+                tokens = self._full_estimate(leaf_id, path_tokens)
         except Exception as exc:  # noqa: BLE001 - auto-compaction is never fatal to an append
             self.report_error(exc)
             return
-        if self._threshold is not None and tokens > self._threshold:
+        if tokens > self._threshold:
             self.runner.auto_compact(self._session, leaf_id)
+
+    def _quick_estimate(self, leaf_id: str, path_tokens: int | None, parent_id: str | None) -> int | None:
+        """The last full estimate plus the new message's tokens, or None when a full one is due.
+
+        Valid for a message appended under the leaf last estimated, within
+        ``AGENT_SESSIONS_COMPACTION_CHECK_REFRESH_SECONDS`` of the full read: this session's
+        own overlay and prompt writes drop the estimate at once; another process's (an
+        overlay deleted, a prompt refreshed) are seen at the next full read.  Overlays added
+        elsewhere only lower the true figure, and an estimate over the threshold is always
+        re-read, so staleness can delay a compaction by that interval but never start one.
+        """
+        last = self._last
+        if last is None or path_tokens is None or parent_id != last.leaf_id or self._token_counter is not None:
+            return None
+        if last.context_version != self._context.version:
+            return None
+        if time.monotonic() - last.read_at > conf.compaction_check_refresh_seconds():
+            return None
+        tokens = last.tokens + (int(path_tokens) - last.path_tokens)
+        self._last = _Estimate(leaf_id, int(path_tokens), tokens, last.read_at, last.context_version)
+        return tokens
+
+    def _full_estimate(self, leaf_id: str, path_tokens: int | None) -> int:
+        version = self._context.version
+        tokens = self.estimate_tokens(leaf_id, path_tokens=path_tokens)
+        fresh = _Estimate(leaf_id, int(path_tokens or 0), tokens, time.monotonic(), version)
+        self._last = fresh if path_tokens is not None else None
+        return tokens
+
+    def forget_estimate(self) -> None:
+        """Drop the remembered estimate (this session changed overlays, messages or its prompt)."""
+        self._last = None
 
     def over_threshold(self, leaf_id: str | None = None) -> bool:
         """True when auto-compaction is configured and the leaf's estimate exceeds the threshold."""

@@ -75,12 +75,19 @@ class SessionContext:
         self._cached_prompt = prompt_store is not None
         self._provider_inits: set[int] = set()
         self._skills = LoadedSkills()
+        self._version = 0
         self._reset_resolution()
 
     def rekey(self, session_id: str) -> None:
         """Key blocks and the stored prompt by ``session_id`` from now on (resolved providers are dropped)."""
+        self._version += 1
         self._session_id = session_id
         self._reset_resolution()
+
+    @property
+    def version(self) -> int:
+        """Grows with every change of blocks or prompt made through this object (estimates keyed by it)."""
+        return self._version
 
     @property
     def prompt_is_cached(self) -> bool:
@@ -122,6 +129,7 @@ class SessionContext:
 
     def after_clear(self) -> None:
         """After ``clear_messages``: nothing is loaded any more; a stored/frozen prompt is re-rendered."""
+        self._version += 1
         self._skills.clear()
         if self._memory_prompt is not None or self.stored_system_prompt() is not None:
             self.refresh_system_prompt()
@@ -131,6 +139,7 @@ class SessionContext:
         self, label: str, *, description: str | None = None, max_tokens: int | None = None, provider: Any = None
     ) -> None:
         """Declare a context block (builder); without a provider the ORM storage auto-wires one."""
+        self._version += 1
         config = ContextConfig(label, description, max_tokens, provider)
         if any(c.label == label for c in self._context_configs):
             raise ValueError(f'Context block "{label}" already exists')
@@ -140,6 +149,7 @@ class SessionContext:
 
     def with_cached_prompt(self, provider: Any = None) -> None:
         """Persist the frozen system prompt (builder); without a provider the ORM storage keeps it."""
+        self._version += 1
         self._prompt_store_arg = provider
         self._cached_prompt = True
         self._prompt_store = _UNRESOLVED
@@ -155,16 +165,19 @@ class SessionContext:
 
     def replace_context_block(self, label: str, content: str) -> ContextBlock:
         """Replace a writable block's content; ContextReadOnly / ContextTooLarge leave it unchanged."""
+        self._version += 1
         return self._context().replace(label, content)
 
     def append_context_block(self, label: str, content: str) -> ContextBlock:
         """Append to a writable block (a ``"\\n"`` is inserted unless it is empty or ``content`` starts with one)."""
+        self._version += 1
         return self._context().append(label, content)
 
     def set_context_entry(
         self, label: str, content: str, *, title: str | None = None, description: str | None = None
     ) -> str:
         """Write a keyed entry to a skill/search block (key from ``title`` or the content); returns the key."""
+        self._version += 1
         return self._context().set_entry(label, content, title=title, description=description)
 
     def search_context(self, label: str, query: str) -> Any:
@@ -175,6 +188,7 @@ class SessionContext:
         self, label: str, *, description: str | None = None, max_tokens: int | None = None, provider: Any = None
     ) -> ContextBlock:
         """Add a block at runtime (ValueError on a duplicate label, or without a provider on custom storage)."""
+        self._version += 1
         config = ContextConfig(label, description, max_tokens, provider)
         blocks = self._context()
         if blocks.has(label):
@@ -187,6 +201,7 @@ class SessionContext:
 
     def remove_context(self, label: str) -> bool:
         """Remove a block (its stored content stays); False if there was none."""
+        self._version += 1
         before = len(self._context_configs)
         self._context_configs = [c for c in self._context_configs if c.label != label]
         removed = self._blocks.remove(label) if self._blocks is not None else False
@@ -209,6 +224,7 @@ class SessionContext:
 
     def freeze_system_prompt(self) -> str:
         """The stored prompt; the first call renders and persists it (an empty stored prompt counts as stored)."""
+        self._version += 1
         stored = self.stored_system_prompt()
         if stored is not None:
             return stored
@@ -224,6 +240,7 @@ class SessionContext:
 
     def refresh_system_prompt(self) -> str:
         """Re-read every provider, re-render and persist the prompt."""
+        self._version += 1
         blocks = self._context()
         blocks.reload()
         prompt = render_system_prompt(blocks.all())

@@ -156,7 +156,7 @@ class Session:
         else:
             outcome = self._append_custom(message, parent_id)
         if outcome.inserted:
-            self.compaction.after_append(message["id"], path_tokens=outcome.path_tokens)
+            self.compaction.after_append(message["id"], path_tokens=outcome.path_tokens, parent_id=outcome.parent_id)
         return outcome.inserted
 
     def _append_custom(self, message: dict, parent_id: Any) -> AppendOutcome:
@@ -181,15 +181,18 @@ class Session:
     def update_message(self, message: dict) -> Any:
         """Replace a stored message (matched by id); search is re-indexed."""
         validate_message(message)
+        self.compaction.forget_estimate()
         return self._call("update_message", message)
 
     def delete_messages(self, message_ids: list[str]) -> Any:
         """Delete messages by id; their children stay as roots of their subtrees."""
+        self.compaction.forget_estimate()
         return self._call("delete_messages", list(message_ids))
 
     def clear_messages(self) -> None:
         """Delete every message and overlay, forget loaded skills, refresh a stored prompt."""
         self._call("clear_messages")
+        self.compaction.forget_estimate()
         self.context.after_clear()
 
     def get_history(self, leaf_id: str | None = None) -> list[dict]:
