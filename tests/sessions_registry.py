@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from agent_sessions import Session, create_compact_function, registry
 
@@ -32,7 +33,7 @@ def slow_summarize(prompt: str) -> str:
     time.sleep(float(os.environ.get("AGENT_SESSIONS_TEST_SUMMARY_DELAY", "1.5")))
     hold = os.environ.get("AGENT_SESSIONS_TEST_SUMMARY_HOLD")
     deadline = time.monotonic() + 120
-    while hold and os.path.exists(hold) and time.monotonic() < deadline:
+    while hold and Path(hold).exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     return "SLOW SUMMARY"
 

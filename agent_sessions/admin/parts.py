@@ -1,6 +1,6 @@
 """Turn a stored UIMessage's parts into small, template-friendly views.
 
-Parts keep whatever keys they carry (SPEC §3.1); the admin shows text and
+Parts keep whatever keys they carry (AI SDK UIMessage parts); the admin shows text and
 reasoning as text, tool calls by name with their input and output as
 pretty-printed JSON, and anything else as its JSON.
 """

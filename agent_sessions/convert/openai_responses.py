@@ -182,9 +182,12 @@ def from_openai_responses(items: Any, *, id: str | None = None) -> list[dict]:
             assistant_parts().append(
                 P.tool_part(str(item.get("name") or ""), item["call_id"], P.parse_arguments(item.get("arguments")))
             )
-        elif kind == "function_call_output" and run is not None:
-            if _attach_result(run, item.get("call_id"), _output_text(item.get("output"))):
-                after_results = True
+        elif (
+            kind == "function_call_output"
+            and run is not None
+            and _attach_result(run, item.get("call_id"), _output_text(item.get("output")))
+        ):
+            after_results = True
     close_run()
     return out
 

@@ -242,7 +242,9 @@ def _reasoning_texts(item: dict) -> list[str]:
     out = []
     for key in ("summary", "content"):
         blocks = item.get(key)
-        for block in blocks if isinstance(blocks, list) else []:
-            if isinstance(block, dict) and isinstance(block.get("text"), str) and block["text"]:
-                out.append(block["text"])
+        out.extend(
+            block["text"]
+            for block in (blocks if isinstance(blocks, list) else [])
+            if isinstance(block, dict) and isinstance(block.get("text"), str) and block["text"]
+        )
     return out

@@ -1,4 +1,4 @@
-"""SessionManager: a registry of named sessions over ``assistant_sessions`` (SPEC §3.7)."""
+"""SessionManager: a registry of named sessions over ``assistant_sessions`` (docs/architecture.md)."""
 
 from __future__ import annotations
 
