@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -136,6 +137,7 @@ def json_depth(value: Any, limit: int) -> int:
     and only up to ``limit + 1`` (so a hostile, very deep value costs little)."""
     deepest = 0
     stack: list[tuple[Any, int]] = [(value, 1)]
+    children: Iterable[Any]
     while stack:
         item, level = stack.pop()
         if isinstance(item, dict):

@@ -86,7 +86,7 @@ def pretty(value: Any) -> str:
 
 def _tool_view(part: dict, kind: str, index: int) -> PartView:
     """A tool call in any of the AI SDK shapes: ``tool-<name>``, ``dynamic-tool`` or v4 ``tool-invocation``."""
-    body = part.get("toolInvocation") if isinstance(part.get("toolInvocation"), dict) else part
+    body: dict = part["toolInvocation"] if isinstance(part.get("toolInvocation"), dict) else part
     name = body.get("toolName") or (kind[5:] if kind.startswith("tool-") and kind != "tool-invocation" else "")
     output = body.get("output", body.get("result"))
     return PartView(

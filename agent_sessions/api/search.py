@@ -10,6 +10,7 @@ matches are exhausted, so the work follows how many foreign hits outrank them.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from ..storage import orm
@@ -40,7 +41,7 @@ def search_owned(
         return _run(lambda: orm.search(query, session_id=None, limit=limit, using=using))
     fetch = limit
     while True:
-        hits = _run(lambda n=fetch: orm.search(query, session_id=None, limit=n, using=using))
+        hits = _run(partial(orm.search, query, session_id=None, limit=fetch, using=using))
         visible = allowed({h.session_id for h in hits if h.session_id is not None})
         kept = [h for h in hits if h.session_id in visible]
         if len(kept) >= limit or len(hits) < fetch:

@@ -48,7 +48,7 @@ def to_openai_responses(messages: Any, *, system: str | None = None) -> list[dic
         if role == "assistant":
             _assistant(parts, items)
         elif role in ("system", "user"):
-            content = P.only_text(parts)
+            content: str | list[dict] | None = P.only_text(parts)
             if content is None:
                 content = _input_content([p for p in parts if type(p) is dict], files=role == "user")
             if content is not None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -53,7 +54,7 @@ def run_tool_calls(session: Any, message: dict, tools: ToolSpec = None) -> dict:
     registry = _registry(session, tools)
     updated = message
     for part in pending:
-        output, error = _outcome(lambda part=part: _execute(registry, part))
+        output, error = _outcome(partial(_execute, registry, part))
         updated = session.add_tool_result(part["toolCallId"], output, error=error, message_id=message["id"])
     return updated
 

@@ -239,7 +239,7 @@ def _is_web_url(value: Any) -> bool:
 
 
 def _reasoning_texts(item: dict) -> list[str]:
-    out = []
+    out: list[str] = []
     for key in ("summary", "content"):
         blocks = item.get(key)
         out.extend(

@@ -6,7 +6,7 @@ import math
 import uuid
 from typing import Any
 
-from django.db import connections
+from django.db import connections, models
 from django.db.models import F
 from django.db.models.functions import Right
 
@@ -93,7 +93,7 @@ def add_usage(using: str, session_id: str, input_tokens: int, output_tokens: int
     )
 
 
-def _namespaced(model: type, using: str, session_id: str):
+def _namespaced(model: type[models.Model], using: str, session_id: str) -> models.QuerySet:
     """Rows of a label-keyed table whose label ends with ``_<session id>`` (exact, case-sensitive)."""
     suffix = f"_{session_id}"
     return model.objects.using(using).alias(tail=Right("label", len(suffix))).filter(tail=suffix)
