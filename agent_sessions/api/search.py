@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..storage import orm
 from ..types import SearchResult
 from .errors import ApiError
+
+if TYPE_CHECKING:
+    from agent_sessions import Session
 
 GROWTH = 4
 
@@ -27,7 +30,7 @@ def _run(fn: Callable[[], list[SearchResult]]) -> list[SearchResult]:
         raise ApiError(400, "invalid_query", str(exc) or "Invalid search query.") from None
 
 
-def search_session(session: Any, query: str, limit: int) -> list[SearchResult]:
+def search_session(session: Session, query: str, limit: int) -> list[SearchResult]:
     """Hits in one session (the caller owns it)."""
     return _run(lambda: session.search(query, limit=limit))
 
