@@ -5,12 +5,13 @@ PY := $(VENV)/bin/python
 PG_URL ?= host=127.0.0.1 port=5432 user=postgres dbname=postgres
 PYTEST_ARGS ?=
 
-.PHONY: install demo serve test test-sqlite test-postgres test-postgres-partitioned contract lint bench bench-smoke api-fuzz clean
+.PHONY: install demo serve test test-sqlite test-postgres test-postgres-partitioned contract lint wheel-check bench bench-smoke api-fuzz clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps -e .
 	touch $@
 
 install: $(VENV)/.installed
@@ -50,6 +51,13 @@ contract: install
 
 lint: install
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(PY) -m mypy agent_sessions tests/typing
+
+# Build the wheel, install it with its declared dependencies only into a clean venv, and run a
+# fresh `django-admin startproject` with the README's settings on SQLite and on PostgreSQL.
+wheel-check: install
+	$(PY) scripts/wheel_check.py
 
 # Schemathesis, every check and phase (stateful included), against gunicorn on fresh SQLite and Postgres databases.
 API_FUZZ_EXAMPLES ?= 300

@@ -89,8 +89,14 @@ def _tool_call_id(part: Any) -> str | None:
     return call_id if isinstance(call_id, str) and call_id else None
 
 
+def _tool_body(part: dict) -> dict:
+    """Where a tool part keeps its fields: the part itself, or its legacy ``toolInvocation``."""
+    invocation = part.get("toolInvocation")
+    return invocation if isinstance(invocation, dict) else part
+
+
 def _holds_result(part: dict) -> bool:
-    body = part.get("toolInvocation") if isinstance(part.get("toolInvocation"), dict) else part
+    body = _tool_body(part)
     return body.get("state") in _RESULT_STATES or any(key in body for key in _RESULT_KEYS)
 
 
@@ -250,8 +256,7 @@ def _snippet(value: Any) -> str:
 
 
 def _tool_name(part: dict) -> str:
-    invocation = part.get("toolInvocation") if isinstance(part.get("toolInvocation"), dict) else {}
-    name = part.get("toolName") or invocation.get("toolName")
+    name = part.get("toolName") or _tool_body(part).get("toolName")
     kind = part.get("type")
     if not name and isinstance(kind, str) and kind.startswith("tool-") and kind not in {"tool-call", "tool-result"}:
         name = kind.removeprefix("tool-")
@@ -259,7 +264,7 @@ def _tool_name(part: dict) -> str:
 
 
 def _render_tool_part(part: dict) -> str:
-    body = part.get("toolInvocation") if isinstance(part.get("toolInvocation"), dict) else part
+    body = _tool_body(part)
     lines = [f"[Tool: {_tool_name(part)}]"]
     tool_input = body.get("input", body.get("args"))
     if tool_input not in (None, "", {}, []):
@@ -477,8 +482,12 @@ class _PerMessage:
         return self.counter([message])
 
 
-class _SessionPerMessage(_PerMessage):
+class _SessionPerMessage:
     """Call a session counter (``TokenCounterInput``-shaped) for one message, without prompt or blocks."""
+
+    def __init__(self, counter: Callable[[TokenCounterInput], Any]) -> None:
+        self.counter = counter
+        self.is_async = is_async_callable(counter)
 
     def __call__(self, message: Message) -> Any:
         return self.counter(TokenCounterInput(messages=[message], system_prompt="", context_blocks=[]))

@@ -16,6 +16,7 @@ import socket
 import threading
 import uuid
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from django.db import IntegrityError, connections, router, transaction
@@ -55,8 +56,7 @@ def ensure_row(session_id: str, using: str | None, **defaults: Any) -> None:
 def _proc_stat(pid: int) -> tuple[str, str] | None:
     """(state, start time in clock ticks) of a process from /proc, or None when unavailable."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            raw = handle.read().decode("ascii", "replace")
+        raw = Path(f"/proc/{pid}/stat").read_bytes().decode("ascii", "replace")
     except OSError:
         return None
     fields = raw[raw.rfind(")") + 2 :].split()

@@ -1,4 +1,4 @@
-"""Apply compaction overlays to a root→leaf path (SPEC §3.6), without touching stored rows.
+"""Apply compaction overlays to a root→leaf path (docs/data-model.md), without touching stored rows.
 
 One rule picks the overlays a path shows, and every reader (history, recent windows, the
 admin tree, loaded-skill scans, the O(1) threshold check) goes through :func:`outranks`

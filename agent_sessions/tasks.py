@@ -134,7 +134,7 @@ def run_compaction(
     force: bool = False,
     config_name: str = "",
     using: str | None = None,
-    failure_status: str = Status.FAILED,
+    failure_status: str = str(Status.FAILED),
     label: str | None = None,
 ) -> dict:
     """Compact ``session`` under its lease and record the outcome on its job row.
@@ -156,7 +156,7 @@ def run_compaction(
     except Exception as exc:
         release_lease(session.session_id, token, status=failure_status, error=_describe(exc), using=alias)
         raise
-    status = Status.SUCCEEDED if result is not None else Status.IDLE
+    status = str(Status.SUCCEEDED if result is not None else Status.IDLE)
     release_lease(session.session_id, token, status=status, using=alias)
     if result is None:
         return {"status": str(status), "compaction": None}
@@ -198,9 +198,10 @@ def manual_lease(session: Any) -> Iterator[ManualRun]:
         with leases.Heartbeat(session.session_id, token, using=alias):
             yield run
     except Exception as exc:
-        release_lease(session.session_id, token, status=Status.FAILED, error=_describe(exc), using=alias)
+        release_lease(session.session_id, token, status=str(Status.FAILED), error=_describe(exc), using=alias)
         raise
-    release_lease(session.session_id, token, status=Status.SUCCEEDED if run.compacted else Status.IDLE, using=alias)
+    outcome = Status.SUCCEEDED if run.compacted else Status.IDLE
+    release_lease(session.session_id, token, status=str(outcome), using=alias)
 
 
 def compact_inline(session: Any, leaf_id: str | None = None) -> dict:
@@ -279,7 +280,7 @@ class CompactionTask(Task):
     """Base of :func:`compact_session`: ``max_retries`` follows the setting at call time."""
 
     @property
-    def max_retries(self) -> int:  # type: ignore[override]
+    def max_retries(self) -> int:
         return conf.compaction_max_retries()
 
 
@@ -322,7 +323,7 @@ def compact_session(
             force=force,
             config_name=config_name,
             using=alias,
-            failure_status=Status.FAILED if not retries_left else Status.PENDING,
+            failure_status=str(Status.FAILED if not retries_left else Status.PENDING),
             label=self.request.id,
         )
     except Exception as exc:  # noqa: BLE001

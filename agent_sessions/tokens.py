@@ -1,4 +1,4 @@
-"""Cheap, deterministic token estimates (SPEC §3.5), used for budgets and thresholds."""
+"""Cheap, deterministic token estimates, used for budgets and thresholds."""
 
 from __future__ import annotations
 
@@ -50,5 +50,5 @@ def estimate_one_message_tokens(message: dict) -> int:
 
 
 def estimate_message_tokens(messages: Iterable[dict]) -> int:
-    """Σ over messages of 4 + the tokens of their parts (SPEC §3.5)."""
+    """Σ over messages of 4 + the tokens of their parts."""
     return sum(estimate_one_message_tokens(m) for m in messages)

@@ -108,7 +108,7 @@ def _named(what: str, names: list) -> str:
 def _check_type(name: str, value: Any, schema: dict) -> None:
     """Raise ToolArgumentError when ``value`` is not of the schema's JSON type (nested object properties too)."""
     kind = schema.get("type")
-    expected = _JSON_TYPES.get(kind)
+    expected = _JSON_TYPES.get(kind) if isinstance(kind, str) else None
     if expected and (not isinstance(value, expected) or (bool not in expected and isinstance(value, bool))):
         raise ToolArgumentError(f"argument '{name}' must be of type {kind}, not {_json_type(value)}")
     if kind == "object" and isinstance(schema.get("properties"), dict):

@@ -1,10 +1,11 @@
-"""Public result types and message validation (SPEC §3.1, §3.8)."""
+"""Public result types and message validation (UIMessage shape: docs/data-model.md)."""
 
 from __future__ import annotations
 
 import json
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -136,6 +137,7 @@ def json_depth(value: Any, limit: int) -> int:
     and only up to ``limit + 1`` (so a hostile, very deep value costs little)."""
     deepest = 0
     stack: list[tuple[Any, int]] = [(value, 1)]
+    children: Iterable[Any]
     while stack:
         item, level = stack.pop()
         if isinstance(item, dict):
@@ -160,10 +162,11 @@ def check_id_length(value: str, what: str) -> None:
 
 def text_content(message: dict) -> str:
     """The search text: ``text`` of the ``type == "text"`` parts, joined by newlines (see :func:`fit_index`)."""
-    texts = []
-    for part in message.get("parts") or []:
-        if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str):
-            texts.append(part["text"])
+    texts = [
+        part["text"]
+        for part in message.get("parts") or []
+        if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
+    ]
     # Postgres TEXT cannot hold NUL; the JSON keeps it (escaped), the index drops it.
     return fit_index("\n".join(texts).replace("\x00", " "))
 

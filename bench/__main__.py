@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 WORKLOADS = ("append", "append_all", "history", "search", "fork", "convert")
 
@@ -71,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         _fresh_postgres(connections["postgres"].settings_dict, create=False)
     print()
     print_table(results)
-    os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     dump_json(results, args.json)
     print(f"JSON: {args.json}")
     return 0

@@ -8,6 +8,7 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 
@@ -71,8 +72,7 @@ def print_table(results: list[Result]) -> None:
 
 
 def dump_json(results: list[Result], path: str) -> None:
-    with open(path, "w", encoding="utf-8") as fh:
-        json.dump([asdict(r) for r in results], fh, indent=2, default=str)
+    Path(path).write_text(json.dumps([asdict(r) for r in results], indent=2, default=str), encoding="utf-8")
 
 
 def script_main(argv: list[str], run: Callable[[int, str], object], default_size: int) -> None:

@@ -10,10 +10,10 @@ objects (must stay under 20 %), and, for the Agents SDK, its own ``SQLiteSession
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 import tempfile
 import uuid
+from pathlib import Path
 from typing import Any
 
 from .harness import Result, median_of, print_table, script_main, timed
@@ -96,7 +96,7 @@ def run(n: int = 1_000, using: str = "default", rounds: int = ROUNDS, database: 
     # OpenAI Agents SDK, side by side with its own SQLiteSession (a file, as a deployment would use).
     items = agents_items(n)
     ours = oa.AgentsSession(f"bench-oa-{tag}", using=using)
-    peer_path = os.path.join(tempfile.mkdtemp(prefix="bench-agents-"), "agents.sqlite3")
+    peer_path = str(Path(tempfile.mkdtemp(prefix="bench-agents-")) / "agents.sqlite3")
     peer = SQLiteSession(f"bench-{tag}", db_path=peer_path)
     asyncio.run(ours.add_items(items))
     asyncio.run(peer.add_items(items))

@@ -6,9 +6,9 @@ Peers are optional (requirements-bench.txt); a missing one is reported, not fata
 from __future__ import annotations
 
 import asyncio
-import os
 import tempfile
 import uuid
+from pathlib import Path
 from typing import Any
 
 
@@ -21,7 +21,7 @@ class OpenAIAgentsSQLite:
         from agents.memory import SQLiteSession
 
         self._loop = asyncio.new_event_loop()
-        path = os.path.join(tempfile.mkdtemp(prefix="bench-oa-"), "oa.sqlite3")
+        path = str(Path(tempfile.mkdtemp(prefix="bench-oa-")) / "oa.sqlite3")
         self._session = SQLiteSession(f"bench-{uuid.uuid4().hex[:8]}", db_path=path)
 
     def _run(self, coro) -> Any:

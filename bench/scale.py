@@ -23,6 +23,7 @@ import random
 import sys
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 DEEP = "deep-session"
 DEEP_LENGTH = 1_000
@@ -104,15 +105,18 @@ def load(alias: str, messages: int, sessions: int, *, seed: int = 7, progress: b
     raw.ensure_connection()
     conn = raw.connection
     began = time.perf_counter()
-    with conn.cursor() as cursor, tqdm(total=messages, unit="row", desc="COPY", disable=not progress) as bar:
-        with cursor.copy(f"COPY assistant_messages ({COPY_COLUMNS}) FROM STDIN") as copy:
-            deep = session_rows(DEEP, DEEP_LENGTH, rng, start, branches=False)
-            for row in deep:
+    with (
+        conn.cursor() as cursor,
+        tqdm(total=messages, unit="row", desc="COPY", disable=not progress) as bar,
+        cursor.copy(f"COPY assistant_messages ({COPY_COLUMNS}) FROM STDIN") as copy,
+    ):
+        deep = session_rows(DEEP, DEEP_LENGTH, rng, start, branches=False)
+        for row in deep:
+            copy.write_row(row)
+        bar.update(len(deep))
+        for n, size in enumerate(sizes):
+            for row in session_rows(f"s{n:06d}", size, rng, start):
                 copy.write_row(row)
-            bar.update(len(deep))
-            for n, size in enumerate(sizes):
-                for row in session_rows(f"s{n:06d}", size, rng, start):
-                    copy.write_row(row)
                 bar.update(size)
     conn.commit()
     loaded = time.perf_counter() - began
@@ -226,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     alias = "postgres"
     sessions = args.sessions or max(2, args.messages // 100)
     report: dict = {"messages": args.messages, "sessions": sessions, "small": args.small, "runs": []}
-    os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     # Both small runs first: a long large run that gets cut short still leaves the references.
     for messages in (args.small, args.messages):
         for layout in args.layouts.split(","):
@@ -245,8 +249,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             for name, value in run["medians_s"].items():
                 print(f"   {name:<32} {fmt_time(value):>10}", flush=True)
-            with open(args.json, "w", encoding="utf-8") as fh:
-                json.dump(report, fh, indent=2)
+            Path(args.json).write_text(json.dumps(report, indent=2), encoding="utf-8")
     print()
     failed = _print_summary(report, fmt_time)
     if not args.keep:

@@ -2,6 +2,7 @@
 
 import os
 import tempfile
+from pathlib import Path
 
 from project.settings import *  # noqa: F403
 
@@ -11,7 +12,7 @@ BENCH_PG_NAME = os.environ.get("BENCH_PG_NAME", "agent_sessions_bench")
 DATABASES = {
     "default": {
         "ENGINE": "django.db.backends.sqlite3",
-        "NAME": os.path.join(_DIR, "bench.sqlite3"),
+        "NAME": str(Path(_DIR) / "bench.sqlite3"),
         "OPTIONS": {
             "timeout": 60,
             "transaction_mode": "IMMEDIATE",

@@ -189,9 +189,10 @@ def append_one_by_one(alias: str, database: str, n: int, peers: list) -> list[Re
     results = []
 
     def run(label: str, append) -> None:
-        times = []
-        for i in tqdm(range(n), desc=f"append ×{n} {label} [{database}]", leave=False):
-            times.append(timed(lambda i=i: append(i))[0])
+        times = [
+            timed(lambda i=i: append(i))[0]
+            for i in tqdm(range(n), desc=f"append ×{n} {label} [{database}]", leave=False)
+        ]
         start, end = per_op_medians(times, window)
         results.append(
             Result(
@@ -244,10 +245,10 @@ def append_all(alias: str, database: str, n: int, peers: list, rounds: int) -> l
         )
     )
     items = [peer_item(i) for i in range(n)]
-    for peer in peers:
-        results.append(
-            Result("2. append_all", database, peer.name, median_of(lambda peer=peer: peer.append_all(items), 1), 1)
-        )
+    results.extend(
+        Result("2. append_all", database, peer.name, median_of(lambda peer=peer: peer.append_all(items), 1), 1)
+        for peer in peers
+    )
     return results
 
 

@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import time
+from pathlib import Path
 
 
 def main() -> None:
@@ -31,7 +32,7 @@ def main() -> None:
     session_id = manager.create(f"loop {args.name}").id
     deadline = time.time() + args.seconds
     i = 0
-    with open(args.out, "w") as out:
+    with Path(args.out).open("w", encoding="utf-8") as out:
         out.write(json.dumps({"session": session_id}) + "\n")
         while time.time() < deadline:
             mid = f"{args.name}-{i}"

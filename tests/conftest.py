@@ -8,6 +8,9 @@ import uuid
 import pytest
 from django.conf import settings
 
+# The JSON API fixtures (users, Bearer clients, test configurations) are visible to every test module.
+pytest_plugins = ["tests.support.api"]
+
 
 def pytest_report_header(config):
     partitions = f", {settings.TEST_PARTITIONS} hash partitions" if settings.TEST_PARTITIONS else ""

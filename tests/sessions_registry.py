@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from agent_sessions import Session, create_compact_function, registry
 
@@ -32,7 +33,7 @@ def slow_summarize(prompt: str) -> str:
     time.sleep(float(os.environ.get("AGENT_SESSIONS_TEST_SUMMARY_DELAY", "1.5")))
     hold = os.environ.get("AGENT_SESSIONS_TEST_SUMMARY_HOLD")
     deadline = time.monotonic() + 120
-    while hold and os.path.exists(hold) and time.monotonic() < deadline:
+    while hold and Path(hold).exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     return "SLOW SUMMARY"
 
@@ -56,14 +57,13 @@ def _factory(name: str, summarize: Callable[[str], str]) -> Callable[[str], Sess
     compact = create_compact_function(summarize, protect_head=1, tail_token_budget=40, min_tail_messages=2)
 
     def build(session_id: str) -> Session:
-        session = (
+        return (
             Session.create(config_name=name)
             .for_session(session_id)
             .on_compaction(compact)
             .compact_after(THRESHOLD)
             .on_compaction_error(ERRORS.append)
         )
-        return session
 
     return build
 

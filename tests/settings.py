@@ -6,6 +6,7 @@ can share one Postgres server without clobbering each other.
 
 import os
 import tempfile
+from pathlib import Path
 
 from project.settings import *  # noqa: F403
 
@@ -31,9 +32,9 @@ else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": os.path.join(_DIR, "db.sqlite3"),
+            "NAME": str(Path(_DIR) / "db.sqlite3"),
             # A file, not :memory:, so threads and subprocesses share the test database.
-            "TEST": {"NAME": os.path.join(_DIR, "test.sqlite3")},
+            "TEST": {"NAME": str(Path(_DIR) / "test.sqlite3")},
             "OPTIONS": {
                 "timeout": 60,
                 "transaction_mode": "IMMEDIATE",

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from agent_sessions import Session, registry
 from agent_sessions.models import Compaction, CompactionJob, ContextBlockRecord, Message, SearchEntry, SessionRecord
-from tests.test_admin_data import branched_session, text
+from tests.support.admin_data import branched_session, text
 
 pytestmark = pytest.mark.django_db
 

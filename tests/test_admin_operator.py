@@ -13,7 +13,7 @@ import pytest
 
 from agent_sessions.admin.tree_page import FRAGMENT_MAX, LARGE_FRAGMENT, WINDOW_BEFORE
 from agent_sessions.models import Compaction, ContextBlockRecord, Message
-from tests.test_admin_data import (
+from tests.support.admin_data import (
     BIG_RANGE,
     NEEDLE_AT,
     OPERATOR_START,

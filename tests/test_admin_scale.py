@@ -7,7 +7,7 @@ import re
 import pytest
 
 from agent_sessions.admin.tree_page import FRAGMENT_LIMIT, PER_PAGE
-from tests.test_admin_data import big_session
+from tests.support.admin_data import big_session
 
 pytestmark = pytest.mark.django_db
 

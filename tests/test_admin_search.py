@@ -10,7 +10,7 @@ import pytest
 from agent_sessions.admin.search import matches
 from agent_sessions.models import Compaction, Message, SessionRecord
 from agent_sessions.types import text_content
-from tests.test_admin_data import branched_session
+from tests.support.admin_data import branched_session
 
 pytestmark = pytest.mark.django_db
 

@@ -15,7 +15,7 @@ from agent_sessions.admin.tree_layout import (
     path_items,
 )
 from agent_sessions.types import StoredCompaction
-from tests.test_admin_data import branched_session
+from tests.support.admin_data import branched_session
 
 
 def node(seq: int, mid: str, parent: str | None, tokens: int | None = 5) -> Node:

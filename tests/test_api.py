@@ -1,23 +1,11 @@
-"""JSON API: every endpoint through Django's test client, with concrete results (SPEC §4)."""
-# ruff: noqa: F811 - fixtures imported from tests.test_api_helpers are redefined as arguments
+"""JSON API: every endpoint through Django's test client, with concrete results (docs/api.md)."""
 
 from __future__ import annotations
 
 import pytest
 
 from agent_sessions.models import ContextBlockRecord, Message, SessionRecord
-from tests.test_api_helpers import (  # noqa: F401 - fixtures
-    alice,
-    anon,
-    api,
-    bob,
-    bob_api,
-    custom_config,
-    plain_config,
-    staff_api,
-    staff_user,
-    ui,
-)
+from tests.support.api import ui
 
 pytestmark = pytest.mark.django_db
 

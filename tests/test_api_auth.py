@@ -1,5 +1,4 @@
 """JSON API authentication (API keys, login sessions with CSRF) and ownership on every route."""
-# ruff: noqa: F811 - fixtures imported from tests.test_api_helpers are redefined as arguments
 
 from __future__ import annotations
 
@@ -16,17 +15,7 @@ from django.utils import timezone
 from agent_sessions.admin.api_keys import ApiKeyAdmin
 from agent_sessions.credentials import hash_token
 from agent_sessions.models import ApiKey, Message, SessionRecord
-from tests.test_api_helpers import (  # noqa: F401 - fixtures
-    Api,
-    alice,
-    anon,
-    api,
-    bob,
-    bob_api,
-    staff_api,
-    staff_user,
-    ui,
-)
+from tests.support.api import Api, ui
 
 pytestmark = pytest.mark.django_db
 

@@ -1,5 +1,4 @@
 """JSON API errors: one shape, fitting status codes, never a 500 on bad input."""
-# ruff: noqa: F811 - fixtures imported from tests.test_api_helpers are redefined as arguments
 
 from __future__ import annotations
 
@@ -8,7 +7,7 @@ import json
 import pytest
 
 from agent_sessions.models import Message, SessionRecord
-from tests.test_api_helpers import alice, api, ui  # noqa: F401 - fixtures
+from tests.support.api import ui
 
 pytestmark = pytest.mark.django_db
 

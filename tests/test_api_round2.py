@@ -4,7 +4,6 @@ the operations that were missing, pagination, preconditions and the headers clie
 Each test's docstring gives the curl equivalent (``$B`` = the API root, ``$H`` = the Bearer header).
 The racing-upsert and real-gunicorn checks are in ``tests/e2e/test_api_round2_server.py``.
 """
-# ruff: noqa: F811 - fixtures imported from tests.test_api_helpers are redefined as arguments
 
 from __future__ import annotations
 
@@ -16,7 +15,7 @@ from django.db import OperationalError, connection
 
 from agent_sessions.api.errors import classify_database_error
 from agent_sessions.models import Compaction, Message, SessionRecord
-from tests.test_api_helpers import alice, api, bob, bob_api, custom_config, ui  # noqa: F401 - fixtures
+from tests.support.api import ui
 
 pytestmark = pytest.mark.django_db
 
@@ -27,7 +26,9 @@ def assert_error(response, status: int, code: str | None = None) -> dict:
     assert response.status_code == status, response.content
     assert response["Content-Type"].startswith("application/json"), response["Content-Type"]
     body = response.json()
-    assert isinstance(body, dict) and isinstance(body["detail"], str) and body["detail"], body
+    assert isinstance(body, dict), body
+    assert isinstance(body["detail"], str), body
+    assert body["detail"], body
     assert isinstance(body["code"], str)
     assert body["code"]
     if code is not None:

@@ -20,26 +20,18 @@ example count; ``make api-fuzz`` runs the same with 300 examples per operation.
 from __future__ import annotations
 
 import itertools
-import os
 
 import pytest
+import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from schemathesis import GenerationMode
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import response_schema_conformance
 
 from agent_sessions.api.main import api as ninja_api
 from agent_sessions.manager import SessionManager
 from agent_sessions.models import ApiKey, SessionRecord
-
-try:
-    import schemathesis
-except ImportError:  # pragma: no cover - CI must have it; locally it may be missing
-    if os.environ.get("CI"):
-        raise
-    pytest.skip("schemathesis is not installed (requirements-dev-extra.txt)", allow_module_level=True)
-
-from schemathesis import GenerationMode  # noqa: E402
-from schemathesis.checks import not_a_server_error  # noqa: E402
-from schemathesis.specs.openapi.checks import response_schema_conformance  # noqa: E402
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -1,4 +1,4 @@
-"""Auto-compaction (SPEC §3.5, §3.6): the threshold check, inline and Celery (eager) runs, the job record."""
+"""Auto-compaction: the threshold check, inline and Celery (eager) runs, the job record."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from agent_sessions import tasks as jobs
 from agent_sessions.models import CompactionJob, ContextBlockRecord
 from tests import sessions_registry
 from tests.conftest import msg, tool_msg
-from tests.test_session_compaction import MemoryStorage, chain
+from tests.support.memory_storage import MemoryStorage, chain
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""The reference compaction function and its helpers (SPEC §3.6); no database needed."""
+"""The reference compaction function and its helpers; no database needed."""
 
 from __future__ import annotations
 

@@ -184,7 +184,7 @@ def test_unknown_label_and_bad_content(session):
 
 def test_provider_failure_leaves_block_unchanged(session):
     session.with_context("f", provider=Failing())
-    with pytest.raises(OSError):
+    with pytest.raises(OSError, match="disk on fire"):
         session.replace_context_block("f", "y")
     assert session.get_context_block("f").content == "x"
 
@@ -215,7 +215,7 @@ def test_add_and_remove_context_at_runtime(session):
     session.replace_context_block("ext", "note")
     assert ContextBlockRecord.objects.get(label=f"ext_{session.session_id}").content == "note"
     assert [b.label for b in session.get_context_blocks()] == ["memory", "ext"]
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match='Context block "ext" already exists'):
         session.add_context("ext")
     assert session.remove_context("ext") is True
     assert session.remove_context("ext") is False
@@ -231,11 +231,11 @@ def test_add_context_before_first_use(session):
 
 def test_duplicate_labels_and_bad_limits_rejected(session):
     session.with_context("a")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match='Context block "a" already exists'):
         session.with_context("a")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="max_tokens must be a positive integer or None"):
         session.with_context("b", max_tokens=0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="context label must be a non-empty string"):
         session.with_context("")
 
 
@@ -304,7 +304,7 @@ def test_custom_storage_skips_auto_wiring(session_id):
     assert (block.content, block.writable) == ("", False)
     with pytest.raises(ContextReadOnly):
         custom.replace_context_block("memory", "x")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match='Context block "other" needs a provider'):
         custom.add_context("other")
     assert custom.add_context("other", provider=Memory("ok")).content == "ok"
     custom.freeze_system_prompt()

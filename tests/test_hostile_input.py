@@ -21,7 +21,6 @@ from agent_sessions import InvalidMessage, Session
 from agent_sessions.manager import SessionManager
 from agent_sessions.models import Message
 from agent_sessions.types import dump_message, validate_message
-from tests.test_api_helpers import alice, api  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.django_db
 
@@ -137,7 +136,7 @@ def test_python_api_stores_identically_or_rejects_cleanly(message):
 @override_settings(**LIMITS)
 @FUZZ
 @given(message=st.one_of(plausible, messages))
-def test_http_api_stores_identically_or_answers_4xx(api, message):  # noqa: F811
+def test_http_api_stores_identically_or_answers_4xx(api, message):
     sid = api.new_session("fuzz")
     response = api.post(f"/sessions/{sid}/messages", raw=json.dumps({"message": message}))
     assert response.status_code < 500, response.content
@@ -194,7 +193,7 @@ def test_absurd_nesting_is_rejected_without_recursion(session):
     assert session.get_message("deep") is None
 
 
-def test_huge_message_over_the_limit_is_rejected_at_every_entry_point(session, api):  # noqa: F811
+def test_huge_message_over_the_limit_is_rejected_at_every_entry_point(session, api):
     huge = {"id": "huge", "role": "user", "parts": [{"type": "text", "text": "x" * (4 * 1024 * 1024)}]}
     with pytest.raises(InvalidMessage, match="bytes; the limit is"):
         session.append_message(huge)
@@ -239,7 +238,7 @@ MALFORMED_JSON = ("{", "not json", '{"message": ', "\xff\xfe", "[" * 100_000)
         *MALFORMED_JSON,
     ],
 )
-def test_malformed_bodies_are_4xx_and_write_nothing(api, raw):  # noqa: F811
+def test_malformed_bodies_are_4xx_and_write_nothing(api, raw):
     sid = api.new_session("raw")
     response = api.post(f"/sessions/{sid}/messages", raw=raw)
     assert 400 <= response.status_code < 500, (response.status_code, response.content[:200])
@@ -250,7 +249,7 @@ def test_malformed_bodies_are_4xx_and_write_nothing(api, raw):  # noqa: F811
 
 
 @pytest.mark.parametrize("evil", INJECTIONS)
-def test_injection_strings_in_ids_labels_keys_and_queries_are_plain_data(evil, api):  # noqa: F811
+def test_injection_strings_in_ids_labels_keys_and_queries_are_plain_data(evil, api):
     manager = SessionManager()
     info = manager.create(evil, model=evil, source=evil)
     message = {"id": evil, "role": "user", "parts": [{"type": "text", "text": f"needle {evil}"}]}

@@ -45,7 +45,8 @@ def test_every_key_of_the_growing_tables_includes_session_id():
         assert ("assistant_msg_path_key", ["expr", "session_id"], False) in keys["assistant_messages"]
         assert ("assistant_compactions_session_id_uniq", ["session_id", "id"], False) in keys["assistant_compactions"]
         for table, found in keys.items():
-            assert found and all("session_id" in columns for _, columns, _ in found), (table, found)
+            assert found, table
+            assert all("session_id" in columns for _, columns, _ in found), (table, found)
     else:
         with connection.cursor() as cursor:
             for table in GROWING:

@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 from agent_sessions import InvalidMessage, MessageTooLarge, Session, conf
 from agent_sessions.models import Message
 from agent_sessions.types import fit_index
-from tests.test_api_helpers import alice, api  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.django_db
 
@@ -150,7 +149,7 @@ def test_a_session_id_over_512_bytes_is_refused_before_the_database(db):
     assert not Message.objects.filter(session_id="s" * 2700).exists()
 
 
-def test_http_answers_413_for_a_long_id_and_201_for_two_megabytes_of_distinct_words(api):  # noqa: F811
+def test_http_answers_413_for_a_long_id_and_201_for_two_megabytes_of_distinct_words(api):
     sid = api.new_session("limits")
     response = api.post(f"/sessions/{sid}/messages", {"message": message("i" * 2_700, "x")})
     assert response.status_code == 413

@@ -1,4 +1,4 @@
-"""SessionManager lifecycle and convenience methods (SPEC §3.7)."""
+"""SessionManager lifecycle and convenience methods."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def test_create_with_parent_and_bad_names(manager):
     assert child.parent_session_id == parent.id
     with pytest.raises(TypeError):
         manager.create(None)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="name must not contain NUL characters"):
         manager.create("bad\x00name")
     assert SessionRecord.objects.count() == 2
 
@@ -121,7 +121,7 @@ def test_delete_forgets_the_cached_session_and_refuses_the_default_namespace(man
     first = manager.get_session(sid)
     manager.delete(sid)
     assert manager.get_session(sid) is not first
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"refusing to purge the default \(empty\) session namespace"):
         manager.delete("")
 
 

@@ -1,4 +1,4 @@
-"""SessionManager.fork: bulk copy of one path, origin mapping, overlays (SPEC §3.7)."""
+"""SessionManager.fork: bulk copy of one path, origin mapping, overlays."""
 
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ def test_fork_of_a_fork_maps_to_its_parent(manager, tree):
 
 
 def test_fork_of_unknown_message_or_session_creates_nothing(manager, tree):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="message 'missing' is not in session"):
         manager.fork(tree, "missing", "Fork")
     with pytest.raises(SessionNotFound):
         manager.fork("no-such-session", "a", "Fork")

@@ -1,4 +1,4 @@
-"""Message behaviour of Session on the ORM storage (SPEC §3.1, §3.2 "Messages")."""
+"""Message behaviour of Session on the ORM storage."""
 
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ def test_context_provider_adopts_label_from_init_but_keeps_explicit_key():
     explicit.init("memory2")
     explicit.set("y")
     assert dict(ContextBlockRecord.objects.values_list("label", "content")) == {"memory": "x", "mine": "y"}
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="DjangoContextProvider has no key"):
         DjangoContextProvider().get()
 
 
@@ -108,7 +108,7 @@ def test_search_provider_limit_and_unlabelled_use():
         kb.set(f"k{i}", "needle in a haystack")
     assert len(kb.search("needle")) == 10
     assert len(kb.search("needle", limit=3)) == 3
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="DjangoSearchProvider has no label"):
         DjangoSearchProvider().search("needle")
 
 
@@ -149,7 +149,7 @@ def test_skill_provider_allow_list(disk):
     skills = StorageSkillProvider(disk, keys=["public", "absent"])
     assert skills.get() == "- public: ok"
     assert skills.load("secret") is None
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="invalid or not allowed skill key: 'secret'"):
         skills.set("secret", "x")
 
 
@@ -157,7 +157,7 @@ def test_skill_provider_allow_list(disk):
 def test_skill_provider_refuses_unsafe_keys(disk, key):
     skills = StorageSkillProvider(disk, prefix="skills/")
     assert skills.load(key) is None
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="invalid or not allowed skill key"):
         skills.set(key, "x")
 
 

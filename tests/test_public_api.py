@@ -47,9 +47,9 @@ def _declared_twins(cls: type) -> dict[str, str]:
     body = tree.body[0].body
     twins = {}
     for node in body:
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-            if getattr(node.value.func, "id", "") == "async_twin":
-                twins[node.targets[0].id] = node.value.args[0].id
+        call = node.value if isinstance(node, ast.Assign) else None
+        if isinstance(call, ast.Call) and getattr(call.func, "id", "") == "async_twin":
+            twins[node.targets[0].id] = call.args[0].id
     return twins
 
 

@@ -54,9 +54,9 @@ def test_path_chains_with_filter_values_and_count(tree, session_id):
 def test_path_needs_one_session(tree, session_id):
     with pytest.raises(ValueError, match="for_session"):
         Message.objects.filter(session_id=session_id).path()
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="leaf_id must be a string without NUL characters"):
         Message.objects.for_session(session_id).path("a\x00b")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="session_id must be a string without NUL characters"):
         Message.objects.for_session(None)
 
 

@@ -119,9 +119,11 @@ def test_append_failing_after_the_index_write_leaves_neither(manager, chat):
 def test_append_all_failing_on_the_third_row_stores_none(manager, chat):
     before = snapshot(chat)
     chain = [msg(f"c{i}", text=f"batch omega {i}" + (" kaboom" if i == 2 else "")) for i in range(5)]
-    with failing_trigger("assistant_messages", "INSERT", "NEW.text_content LIKE '%kaboom%'"):
-        with pytest.raises(DatabaseError):
-            manager.append_all(chat, chain)
+    with (
+        failing_trigger("assistant_messages", "INSERT", "NEW.text_content LIKE '%kaboom%'"),
+        pytest.raises(DatabaseError),
+    ):
+        manager.append_all(chat, chain)
     assert snapshot(chat) == before
     assert search_ids("omega") == []
     assert_index_consistent()
@@ -147,9 +149,11 @@ def test_fork_failing_mid_copy_creates_nothing(manager, chat):
 
 def test_compact_and_split_failing_on_the_seed_message_changes_nothing(manager, chat):
     before = snapshot(chat)
-    with failing_trigger("assistant_messages", "INSERT", "NEW.text_content LIKE '[Context from previous session]%'"):
-        with pytest.raises(DatabaseError):
-            manager.compact_and_split(chat, "the summary")
+    with (
+        failing_trigger("assistant_messages", "INSERT", "NEW.text_content LIKE '[Context from previous session]%'"),
+        pytest.raises(DatabaseError),
+    ):
+        manager.compact_and_split(chat, "the summary")
     assert snapshot(chat) == before
     assert manager.get(chat).end_reason is None
     split = manager.compact_and_split(chat, "the summary")
@@ -162,9 +166,11 @@ def test_delete_session_failing_at_the_last_row_keeps_everything(manager, chat):
     ContextBlockRecord.objects.create(label=f"memory_{chat}", content="a fact")
     ContextBlockRecord.objects.create(label=f"_system_prompt_{chat}", content="frozen")
     before = snapshot(chat)
-    with failing_trigger("assistant_sessions", "DELETE", f"OLD.id = '{chat}'", when="BEFORE"):
-        with pytest.raises(DatabaseError):
-            manager.delete(chat)
+    with (
+        failing_trigger("assistant_sessions", "DELETE", f"OLD.id = '{chat}'", when="BEFORE"),
+        pytest.raises(DatabaseError),
+    ):
+        manager.delete(chat)
     assert snapshot(chat) == before
     assert search_ids("alpha") == sorted((chat, f"m{i}") for i in range(5))
     assert_index_consistent()
@@ -178,9 +184,11 @@ def test_delete_session_failing_at_the_last_row_keeps_everything(manager, chat):
 def test_update_failing_in_the_subtree_repair_keeps_the_old_text(manager, chat):
     before = snapshot(chat)
     session = manager.get_session(chat)
-    with failing_trigger("assistant_messages", "UPDATE", "NEW.id = 'm4' AND NEW.depth IS NOT NULL"):
-        with pytest.raises(DatabaseError):
-            session.update_message(msg("m1", "assistant", "rewritten gamma " * 30))
+    with (
+        failing_trigger("assistant_messages", "UPDATE", "NEW.id = 'm4' AND NEW.depth IS NOT NULL"),
+        pytest.raises(DatabaseError),
+    ):
+        session.update_message(msg("m1", "assistant", "rewritten gamma " * 30))
     assert snapshot(chat) == before
     assert search_ids("gamma") == []
     assert_index_consistent()
@@ -207,14 +215,14 @@ def test_compact_failing_to_store_the_overlay_stores_nothing(chat):
 
 
 @pytest.mark.postgres_only
-def test_connection_killed_mid_append_all_leaves_nothing_and_next_call_reconnects(manager, chat, is_postgres):
-    if not is_postgres:
-        pytest.skip("kills a Postgres backend")
+def test_connection_killed_mid_append_all_leaves_nothing_and_next_call_reconnects(manager, chat):
     before = snapshot(chat)
     chain = [msg(f"k{i}", text=f"killed batch {i}" + (" kaboom" if i == 3 else "")) for i in range(6)]
-    with failing_trigger("assistant_messages", "INSERT", "NEW.text_content LIKE '%kaboom%'", action="kill"):
-        with pytest.raises(DatabaseError):
-            manager.append_all(chat, chain)
+    with (
+        failing_trigger("assistant_messages", "INSERT", "NEW.text_content LIKE '%kaboom%'", action="kill"),
+        pytest.raises(DatabaseError),
+    ):
+        manager.append_all(chat, chain)
     # failing_trigger closed the dead connection; the next call opens a new one.
     assert snapshot(chat) == before
     assert manager.append(chat, msg("after", text="after the kill")) == "after"

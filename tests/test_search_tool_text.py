@@ -44,7 +44,7 @@ def test_tool_text_is_stored_beside_text_content(session):
     session.append_message(failed_call())
     session.append_message(thinking())
     row = Message.objects.get(session_id=session.session_id, message_id="t1")
-    assert row.text_content == ""  # text parts only, as SPEC'd for foreign writers
+    assert row.text_content == ""  # text parts only, also for foreign writers
     assert row.tool_text == "TimeoutError upstream after 30 s\nhttps://status.example.com\n3"
     row = Message.objects.get(session_id=session.session_id, message_id="r1")
     assert row.text_content == "Let me check the numbers."

@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from agent_sessions.manager import SessionManager
 from agent_sessions.models import ApiKey, Message, SessionRecord
-from tests.test_api_helpers import Api, alice, api, bob, bob_api, make_user  # noqa: F401 - fixtures
+from tests.support.api import Api, make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -26,8 +26,10 @@ def _admin_urls(session_id: str) -> list[str]:
         urls.append(reverse(f"{prefix}_add"))
     urls.append(reverse("admin:app_list", args=["agent_sessions"]))
     prefix = f"admin:agent_sessions_{SessionRecord._meta.model_name}"
-    for suffix in ("change", "tree", "tree_fragment", "export", "compact", "fork"):
-        urls.append(reverse(f"{prefix}_{suffix}", args=[session_id]))
+    urls.extend(
+        reverse(f"{prefix}_{suffix}", args=[session_id])
+        for suffix in ("change", "tree", "tree_fragment", "export", "compact", "fork")
+    )
     return urls
 
 
@@ -49,7 +51,8 @@ def test_admin_is_staff_only(django_user_model, chat):
         for client in (anonymous, member):
             for method in ("get", "post"):
                 response = getattr(client, method)(url)
-                assert response.status_code == 302 and "/admin/login/" in response["Location"], (method, url)
+                assert response.status_code == 302, (method, url)
+                assert "/admin/login/" in response["Location"], (method, url)
     assert Message.objects.filter(session_id=chat).count() == 1  # posts changed nothing
     assert SessionRecord.objects.count() == 1
     staff = Client()
@@ -57,7 +60,7 @@ def test_admin_is_staff_only(django_user_model, chat):
     assert staff.get(reverse("admin:agent_sessions_sessionrecord_tree", args=[chat])).status_code == 200
 
 
-def test_tools_run_only_on_owned_sessions_and_search_only_owned_data(api, bob_api):  # noqa: F811
+def test_tools_run_only_on_owned_sessions_and_search_only_owned_data(api, bob_api):
     alice_sid = api.new_session("alice")
     api.append(alice_sid, "a1", "shared keyword alice secret")
     bob_sid = bob_api.new_session("bob")
@@ -76,7 +79,7 @@ def test_tools_run_only_on_owned_sessions_and_search_only_owned_data(api, bob_ap
     assert "bob fact" not in api.get(f"/sessions/{alice_sid}/context/memory").json()["content"]
 
 
-def test_api_keys_are_stored_hashed(alice):  # noqa: F811
+def test_api_keys_are_stored_hashed(alice):
     key, token = ApiKey.issue(alice, "ci")
     row = ApiKey.objects.filter(pk=key.pk).values().get()
     assert all(token not in str(value) for value in row.values())

@@ -3,7 +3,6 @@
 Issue 15 item 3: ``set_context(label=..., content=..., action="append")`` used to drop
 ``action`` and replace the block, losing its old content.
 """
-# ruff: noqa: F811 - fixtures imported from tests.test_api_helpers are redefined as arguments
 
 from __future__ import annotations
 
@@ -15,7 +14,6 @@ from django.core.files.storage import FileSystemStorage
 from agent_sessions import DjangoSearchProvider, Session, SessionManager, StorageSkillProvider
 from agent_sessions.models import ContextBlockRecord, SearchEntry
 from tests.conftest import msg
-from tests.test_api_helpers import alice, api, custom_config  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -15,7 +15,6 @@ from agent_sessions.models import (
 )
 from agent_sessions.triggers import TREE_ERROR
 from tests.conftest import msg
-from tests.test_api_helpers import alice, api  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.django_db
 
@@ -120,7 +119,7 @@ def test_raw_sql_delete_by_a_foreign_writer(victim, bystander):
     assert_cascaded(victim, bystander)
 
 
-def test_api_delete(api, alice, session_id):  # noqa: F811
+def test_api_delete(api, alice, session_id):
     victim = populate(session_id, owner=alice)
     bystander = populate(session_id + "-keep", owner=alice)
     assert api.delete(f"/sessions/{victim}").status_code == 204
@@ -159,10 +158,14 @@ def test_default_namespace_never_cascades(db):
 
 
 def test_delete_rolls_back_with_its_transaction(victim):
-    with pytest.raises(RuntimeError), transaction.atomic():
-        SessionRecord.objects.filter(pk=victim).delete()
-        assert rows(victim) == EMPTY
-        raise RuntimeError
+    def delete_then_roll_back() -> None:
+        with transaction.atomic():
+            SessionRecord.objects.filter(pk=victim).delete()
+            assert rows(victim) == EMPTY
+            raise RuntimeError("roll back")
+
+    with pytest.raises(RuntimeError, match="roll back"):
+        delete_then_roll_back()
     assert rows(victim) == FULL
 
 

@@ -62,7 +62,7 @@ def resolve(
         missing, leaf = leaf, ""
     if focus and focus not in tree.nodes:
         missing, focus = focus, ""
-    chosen = tree.latest_leaf_in.get(leaf, leaf) if leaf else latest.id
+    chosen = tree.latest_leaf_in.get(leaf, leaf) if leaf else (latest.id if latest else "")
     path = {n.id for n in tree.path_to(chosen)}
     if focus and focus not in path:
         chosen = tree.latest_leaf_in.get(focus, focus)

@@ -1,6 +1,6 @@
 """Turn a stored UIMessage's parts into small, template-friendly views.
 
-Parts keep whatever keys they carry (SPEC §3.1); the admin shows text and
+Parts keep whatever keys they carry (AI SDK UIMessage parts); the admin shows text and
 reasoning as text, tool calls by name with their input and output as
 pretty-printed JSON, and anything else as its JSON.
 """
@@ -86,7 +86,7 @@ def pretty(value: Any) -> str:
 
 def _tool_view(part: dict, kind: str, index: int) -> PartView:
     """A tool call in any of the AI SDK shapes: ``tool-<name>``, ``dynamic-tool`` or v4 ``tool-invocation``."""
-    body = part.get("toolInvocation") if isinstance(part.get("toolInvocation"), dict) else part
+    body: dict = part["toolInvocation"] if isinstance(part.get("toolInvocation"), dict) else part
     name = body.get("toolName") or (kind[5:] if kind.startswith("tool-") and kind != "tool-invocation" else "")
     output = body.get("output", body.get("result"))
     return PartView(

@@ -1,4 +1,4 @@
-"""The django-ninja JSON API of agent_sessions (SPEC §4), mounted with ``include("agent_sessions.urls")``.
+"""The django-ninja JSON API of agent_sessions (docs/api.md), mounted with ``include("agent_sessions.urls")``.
 
 ``agent_sessions.api.api`` is the :class:`ninja.NinjaAPI`; it is built on first
 access, so importing this package (e.g. for :mod:`.tokens`) needs no app registry.

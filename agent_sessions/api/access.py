@@ -18,7 +18,7 @@ from .errors import ApiError, not_found
 
 def caller(request: HttpRequest) -> Any:
     """The authenticated user (set by the auth classes)."""
-    return request.auth  # type: ignore[attr-defined]
+    return request.auth
 
 
 def visible_sessions(request: HttpRequest, manager: SessionManager | None = None) -> QuerySet[SessionRecord]:

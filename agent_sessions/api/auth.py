@@ -42,7 +42,7 @@ class ApiKeyAuth(HttpBearer):
                 if not _active(key.owner):
                     return None
                 _touch(key)
-                request.api_key = key  # type: ignore[attr-defined]
+                request.api_key = key
                 return key.owner
         return None
 

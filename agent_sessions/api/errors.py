@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
@@ -174,15 +175,20 @@ def install(api: NinjaAPI) -> None:
         logger.exception("unhandled error in %s %s", request.method, request.path, exc_info=exc)
         return respond(request, 500, "server_error", "Internal server error.")
 
-    api.add_exception_handler(ApiError, on_api_error)
-    api.add_exception_handler(ValidationError, on_validation)
-    api.add_exception_handler(AuthenticationError, on_auth)
-    api.add_exception_handler(HttpError, on_http)
-    api.add_exception_handler(Http404, on_404)
-    api.add_exception_handler(RequestDataTooBig, on_too_big)
-    api.add_exception_handler(AgentSessionsError, on_library)
-    api.add_exception_handler(DatabaseError, on_database_error)
-    api.add_exception_handler(Exception, on_unexpected)
+    # ninja's annotation lets a handler receive the class as well as the instance; it passes instances.
+    handlers: list[tuple[type[Exception], Callable[..., HttpResponse]]] = [
+        (ApiError, on_api_error),
+        (ValidationError, on_validation),
+        (AuthenticationError, on_auth),
+        (HttpError, on_http),
+        (Http404, on_404),
+        (RequestDataTooBig, on_too_big),
+        (AgentSessionsError, on_library),
+        (DatabaseError, on_database_error),
+        (Exception, on_unexpected),
+    ]
+    for exc_class, handler in handlers:
+        api.add_exception_handler(exc_class, handler)
 
 
 def json_error(status: int, code: str, detail: str) -> HttpResponse:

@@ -56,8 +56,8 @@ def _read_chunked(request: HttpRequest) -> HttpResponse | None:
     if limit is not None and len(data) > limit:
         return json_error(413, "body_too_large", f"Request body is larger than {limit} bytes.")
     environ["CONTENT_LENGTH"] = str(len(data))
-    request._stream = io.BytesIO(data)  # type: ignore[attr-defined]
-    request._body = data  # type: ignore[attr-defined]
+    request._stream = io.BytesIO(data)
+    request._body = data
     return None
 
 

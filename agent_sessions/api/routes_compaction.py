@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Status
@@ -13,6 +13,9 @@ from ..manager.rows import update as touch_record
 from ..models import Compaction
 from .access import owned_manager, require_message
 from .config import config_name
+
+if TYPE_CHECKING:
+    from ..types import StoredCompaction
 from .errors import ApiError, not_found
 from .http import page, set_location, url
 from .schemas import (
@@ -162,7 +165,7 @@ def add_compaction(request: HttpRequest, response: HttpResponse, session_id: str
     return Status(201, stored)
 
 
-def _stored(manager: Any, session_id: str, compaction_id: str) -> Any:
+def _stored(manager: Any, session_id: str, compaction_id: str) -> StoredCompaction:
     for stored in manager.get_compactions(session_id):
         if stored.id == compaction_id:
             return stored

@@ -1,4 +1,4 @@
-"""Request and response bodies; they mirror the Python API's dataclasses (SPEC §3).
+"""Request and response bodies; they mirror the Python API's dataclasses (docs/api.md).
 
 Messages stay UIMessage JSON: an object with ``id``, ``role`` and ``parts``
 whose other keys (``createdAt``, metadata, …) and part contents round-trip

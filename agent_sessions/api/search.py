@@ -10,11 +10,15 @@ matches are exhausted, so the work follows how many foreign hits outrank them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING
 
 from ..storage import orm
 from ..types import SearchResult
 from .errors import ApiError
+
+if TYPE_CHECKING:
+    from agent_sessions import Session
 
 GROWTH = 4
 
@@ -26,7 +30,7 @@ def _run(fn: Callable[[], list[SearchResult]]) -> list[SearchResult]:
         raise ApiError(400, "invalid_query", str(exc) or "Invalid search query.") from None
 
 
-def search_session(session: Any, query: str, limit: int) -> list[SearchResult]:
+def search_session(session: Session, query: str, limit: int) -> list[SearchResult]:
     """Hits in one session (the caller owns it)."""
     return _run(lambda: session.search(query, limit=limit))
 
@@ -40,7 +44,7 @@ def search_owned(
         return _run(lambda: orm.search(query, session_id=None, limit=limit, using=using))
     fetch = limit
     while True:
-        hits = _run(lambda n=fetch: orm.search(query, session_id=None, limit=n, using=using))
+        hits = _run(partial(orm.search, query, session_id=None, limit=fetch, using=using))
         visible = allowed({h.session_id for h in hits if h.session_id is not None})
         kept = [h for h in hits if h.session_id in visible]
         if len(kept) >= limit or len(hits) < fetch:

@@ -1,4 +1,4 @@
-"""Stable keys for keyed writes (skill and search entries) through ``set_context`` (SPEC §3.2 Tools).
+"""Stable keys for keyed writes (skill and search entries) through ``set_context``.
 
 With a title the key is its slug, so rewriting an entry with the same title
 replaces it.  Without one the key is ``slug-hash`` of the content; the hash keeps

@@ -1,4 +1,4 @@
-"""Provider kinds, detected by duck typing like the seed (SPEC §3.3).
+"""Provider kinds, detected by duck typing.
 
 A provider's methods may be plain functions or coroutines; only their presence counts.
 """

@@ -1,4 +1,4 @@
-"""Render context blocks into the system prompt (SPEC §3.4)."""
+"""Render context blocks into the system prompt."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Built-in context providers over the Django database and plain text (SPEC §3.3)."""
+"""Built-in context providers over the Django database and plain text."""
 
 from __future__ import annotations
 

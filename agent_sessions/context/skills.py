@@ -94,7 +94,7 @@ def _windows(session: SkillHistory) -> Iterator[list[dict]]:
     covered = [(start, end) for start, end, _ in applied_ranges([s.id for s in stats], session.get_compactions())]
 
     def visible(message: dict) -> bool:
-        index = position.get(message.get("id"))
+        index = position.get(str(message.get("id")))
         if index is None or str(message.get("id")).startswith(COMPACTION_PREFIX):
             return False
         return not any(a <= index <= b for a, b in covered)

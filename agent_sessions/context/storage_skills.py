@@ -70,10 +70,11 @@ class StorageSkillProvider:
         if self.keys is not None:
             return [k for k in self.keys if self._valid(k) and self.storage.exists(self._path(k))]
         directory, _, name_prefix = self.prefix.rpartition("/")
-        keys = []
-        for path in self._walk(directory):
-            if path.startswith(self.prefix) and not path.endswith(DESCRIPTION_SUFFIX):
-                keys.append(path[len(self.prefix) :])
+        keys = [
+            path[len(self.prefix) :]
+            for path in self._walk(directory)
+            if path.startswith(self.prefix) and not path.endswith(DESCRIPTION_SUFFIX)
+        ]
         return sorted(k for k in keys if self._valid(k))
 
     # ── SkillProvider ───────────────────────────────────────────────

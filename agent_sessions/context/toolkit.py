@@ -2,7 +2,7 @@
 
 Each tool is built from the session's blocks at the time ``tools()`` is called
 (labels become a JSON Schema ``enum``) and looks blocks up again when it runs.
-Result strings are part of the contract (SPEC §3.2 Tools): the model reads them.
+Result strings are part of the public contract (the Cloudflare Agents Session tools): the model reads them.
 """
 
 from __future__ import annotations

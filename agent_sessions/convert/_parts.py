@@ -12,8 +12,9 @@ import base64
 import json
 import mimetypes
 import uuid
-from collections.abc import Iterable
-from json.encoder import c_make_encoder, encode_basestring
+from collections.abc import Iterable, Iterator
+from json import encoder as _json_encoder
+from json.encoder import encode_basestring
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
@@ -46,7 +47,7 @@ def new_message_id() -> str:
     return f"msg-{uuid.uuid4().hex}"
 
 
-def message_ids(first: str | None) -> Iterable[str]:
+def message_ids(first: str | None) -> Iterator[str]:
     """``first``, then ``first-1``, ``first-2``...; fresh ids when ``first`` is None."""
     if first is None:
         while True:
@@ -130,8 +131,9 @@ def join_steps(step_list: list[list[dict]]) -> list[dict]:
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 # One C encoder built once: ``json.dumps`` builds a new one on every call, a third of a conversion's time.
+_MAKE_C_ENCODER: Any = getattr(_json_encoder, "c_make_encoder", None)  # private: typeshed does not list it
 try:
-    _C_ENCODE = c_make_encoder(None, _ENCODER.default, encode_basestring, None, ":", ",", False, False, False)
+    _C_ENCODE = _MAKE_C_ENCODER(None, _ENCODER.default, encode_basestring, None, ":", ",", False, False, False)
 except TypeError:  # pragma: no cover - an interpreter whose accelerator takes other arguments, or none
     _C_ENCODE = None
 

@@ -159,7 +159,7 @@ def _assistant(parts: list, push: Any) -> None:
                 }
             )
             if state != "input-available":
-                result = {"type": "tool_result", "tool_use_id": call_id, "content": P.result_text(part)}
+                result: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id, "content": P.result_text(part)}
                 if state == "output-error":
                     result["is_error"] = True
                 results.append(result)

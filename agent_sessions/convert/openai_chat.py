@@ -58,7 +58,7 @@ def to_openai_chat(messages: Any, *, system: str | None = None) -> list[dict]:
         if role == "assistant":
             _assistant(parts, out)
         elif role == "user":
-            content = P.only_text(parts)
+            content: str | list[dict] | None = P.only_text(parts)
             if content is None:
                 content = _user_content([p for p in parts if type(p) is dict])
             if content is not None:

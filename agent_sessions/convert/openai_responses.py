@@ -48,7 +48,7 @@ def to_openai_responses(messages: Any, *, system: str | None = None) -> list[dic
         if role == "assistant":
             _assistant(parts, items)
         elif role in ("system", "user"):
-            content = P.only_text(parts)
+            content: str | list[dict] | None = P.only_text(parts)
             if content is None:
                 content = _input_content([p for p in parts if type(p) is dict], files=role == "user")
             if content is not None:
@@ -182,9 +182,12 @@ def from_openai_responses(items: Any, *, id: str | None = None) -> list[dict]:
             assistant_parts().append(
                 P.tool_part(str(item.get("name") or ""), item["call_id"], P.parse_arguments(item.get("arguments")))
             )
-        elif kind == "function_call_output" and run is not None:
-            if _attach_result(run, item.get("call_id"), _output_text(item.get("output"))):
-                after_results = True
+        elif (
+            kind == "function_call_output"
+            and run is not None
+            and _attach_result(run, item.get("call_id"), _output_text(item.get("output")))
+        ):
+            after_results = True
     close_run()
     return out
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
 
@@ -27,6 +28,9 @@ from ..asyncutils import acall, call
 from ..exceptions import InvalidMessage
 from ..tools import Tool
 from . import _parts as P
+
+if TYPE_CHECKING:
+    from agent_sessions import Session
 
 ToolSpec = Mapping[str, Callable[..., Any] | Tool] | Iterable[Tool] | None
 
@@ -40,7 +44,7 @@ def pending_tool_calls(message: Any) -> list[dict]:
     ]
 
 
-def run_tool_calls(session: Any, message: dict, tools: ToolSpec = None) -> dict:
+def run_tool_calls(session: Session, message: dict, tools: ToolSpec = None) -> dict:
     """Execute ``message``'s pending tool calls and store the results; returns the updated message."""
     stored = session.get_message(_message_id(message))
     if stored is None:
@@ -53,12 +57,12 @@ def run_tool_calls(session: Any, message: dict, tools: ToolSpec = None) -> dict:
     registry = _registry(session, tools)
     updated = message
     for part in pending:
-        output, error = _outcome(lambda part=part: _execute(registry, part))
+        output, error = _outcome(partial(_execute, registry, part))
         updated = session.add_tool_result(part["toolCallId"], output, error=error, message_id=message["id"])
     return updated
 
 
-async def arun_tool_calls(session: Any, message: dict, tools: ToolSpec = None) -> dict:
+async def arun_tool_calls(session: Session, message: dict, tools: ToolSpec = None) -> dict:
     """Async twin of :func:`run_tool_calls` (the calls run concurrently)."""
     stored = await session.aget_message(_message_id(message))
     if stored is None:

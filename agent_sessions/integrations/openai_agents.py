@@ -239,10 +239,12 @@ def _is_web_url(value: Any) -> bool:
 
 
 def _reasoning_texts(item: dict) -> list[str]:
-    out = []
+    out: list[str] = []
     for key in ("summary", "content"):
         blocks = item.get(key)
-        for block in blocks if isinstance(blocks, list) else []:
-            if isinstance(block, dict) and isinstance(block.get("text"), str) and block["text"]:
-                out.append(block["text"])
+        out.extend(
+            block["text"]
+            for block in (blocks if isinstance(blocks, list) else [])
+            if isinstance(block, dict) and isinstance(block.get("text"), str) and block["text"]
+        )
     return out

@@ -135,8 +135,8 @@ def _render(message: ModelMessage, raw: dict) -> dict:
             for p in message.parts
         ):
             role = "user"  # a plain retry prompt is addressed to the model as the user
-        for part, part_raw in zip(message.parts, raw.get("parts", []), strict=False):
-            parts.extend(_request_part(part, part_raw))
+        for request_part, part_raw in zip(message.parts, raw.get("parts", []), strict=False):
+            parts.extend(_request_part(request_part, part_raw))
     parts.append(data_part(MESSAGE_KIND, raw))
     return {"id": new_id("pai"), "role": role, "parts": parts}
 

@@ -1,4 +1,4 @@
-"""SessionManager: a registry of named sessions over ``assistant_sessions``."""
+"""SessionManager: a registry of named sessions over ``assistant_sessions`` (docs/architecture.md)."""
 
 from __future__ import annotations
 

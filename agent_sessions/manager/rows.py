@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 import uuid
-from typing import Any
+from typing import Any, overload
 
-from django.db import connections
+from django.db import connections, models
 from django.db.models import F
 from django.db.models.functions import Right
 
@@ -51,6 +51,14 @@ def to_info(row: SessionRecord) -> SessionInfo:
         created_at=row.created_at,
         updated_at=row.updated_at,
     )
+
+
+@overload
+def check_text(value: Any, what: str) -> str: ...
+
+
+@overload
+def check_text(value: Any, what: str, *, optional: bool) -> str | None: ...
 
 
 def check_text(value: Any, what: str, *, optional: bool = False) -> str | None:
@@ -104,7 +112,7 @@ def add_usage(using: str, session_id: str, input_tokens: int, output_tokens: int
     )
 
 
-def _namespaced(model: type, using: str, session_id: str):
+def _namespaced(model: type[models.Model], using: str, session_id: str) -> models.QuerySet:
     """Rows of a label-keyed table whose label ends with ``_<session id>`` (exact, case-sensitive)."""
     suffix = f"_{session_id}"
     return model.objects.using(using).alias(tail=Right("label", len(suffix))).filter(tail=suffix)

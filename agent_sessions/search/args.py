@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from .. import conf
 from ..exceptions import SearchQueryError
@@ -50,7 +51,8 @@ _MAX_PAGE = MAX_PAGE
 def page(limit: object, offset: object = 0) -> tuple[int, int]:
     """``limit`` and ``offset`` as sane non-negative ints (SearchQueryError when not numbers)."""
     try:
-        return min(max(0, int(limit)), _MAX_PAGE), min(max(0, int(offset)), _MAX_PAGE)
+        as_int: Any = int  # limit and offset come from callers and tool calls: anything int() takes
+        return min(max(0, as_int(limit)), _MAX_PAGE), min(max(0, as_int(offset)), _MAX_PAGE)
     except (TypeError, ValueError, OverflowError) as exc:
         raise SearchQueryError(f"limit and offset must be integers: {exc}") from None
 
@@ -59,9 +61,9 @@ def roles(role: object) -> tuple[str, ...] | None:
     """``None`` (any role), or the roles a hit may have (a string or an iterable of strings)."""
     if role is None:
         return None
-    values = [role] if isinstance(role, str) else role
+    given: Any = [role] if isinstance(role, str) else role
     try:
-        values = tuple(values)
+        values = tuple(given)
     except TypeError:
         raise SearchQueryError("role must be a string or an iterable of strings") from None
     if not all(isinstance(r, str) for r in values):

@@ -113,8 +113,7 @@ def _other_group(group: AnyOf, target: Target, params: list, variants: Variants)
         selects.append(f"SELECT rowid FROM {target.trigram} WHERE {target.trigram} MATCH %s")
         params.append(_any(subs, {}))
     tests = [f"m.seq IN ({' UNION '.join(selects)})"] if selects else []
-    for term in short:
-        tests.append(_contains_any(target, term, params))
+    tests.extend(_contains_any(target, term, params) for term in short)
     return "(" + " OR ".join(tests) + ")"
 
 

@@ -196,6 +196,7 @@ class SessionContext:
         if provider is None and not self._orm:
             raise ValueError(f'Context block "{label}" needs a provider: this session\'s storage is not the ORM')
         block = blocks.add(self._spec(config))
+        assert block is not None  # added with load=True, so the block is read
         self._context_configs.append(config)
         return block
 

@@ -151,8 +151,9 @@ class Session:
         ``parent_id`` omitted → child of the latest leaf; ``None`` → a new root;
         a string → child of that message (a root if it is not in this session).
         """
-        if self._orm:
-            outcome = self._storage.append_message_stats(message, parent_id)
+        storage = self._storage
+        if isinstance(storage, DjangoSessionProvider):
+            outcome = storage.append_message_stats(message, parent_id)
         else:
             outcome = self._append_custom(message, parent_id)
         if outcome.inserted:

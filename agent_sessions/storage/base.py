@@ -1,4 +1,4 @@
-"""The SessionProvider protocol (SPEC §3.8): what any custom storage must offer."""
+"""The SessionProvider protocol: what any custom storage must offer."""
 
 from __future__ import annotations
 

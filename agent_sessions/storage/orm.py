@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -362,7 +362,8 @@ class DjangoSessionProvider:
             return int(row[1])
         # Rows from a foreign writer carry no depth: count the walk instead.
         walk = path_cte(self.connection.vendor)
-        return int(self._fetchone(walk + "SELECT count(*) FROM path", self._path_params(leaf))[0])
+        counted = self._fetchone(walk + "SELECT count(*) FROM path", self._path_params(leaf))
+        return int(counted[0]) if counted else 0
 
     def get_branches(self, message_id: str) -> list[dict]:
         """Children of a message, oldest first."""
@@ -721,7 +722,7 @@ def search(
     limit: int = 20,
     using: str | None = None,
     offset: int = 0,
-    role: str | tuple[str, ...] | None = None,
+    role: str | Iterable[str] | None = None,
 ) -> list[SearchResult]:
     """Messages matching ``query`` (one session, or all when ``session_id`` is None), best first.
 

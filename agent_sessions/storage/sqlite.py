@@ -16,7 +16,7 @@ vendor = "sqlite"
 BYTES_EXPR = "length(CAST({col} AS BLOB))"
 
 _INSTALL = [
-    # Message search (SPEC: `assistant_fts`, porter unicode61), external-content
+    # Message search (`assistant_fts`, porter unicode61, docs/data-model.md), external-content
     # table over assistant_messages keyed by its `seq` rowid.
     """CREATE VIRTUAL TABLE IF NOT EXISTS assistant_fts USING fts5(
         text_content, content='assistant_messages', content_rowid='seq',

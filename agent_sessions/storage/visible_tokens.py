@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from .. import conf
 from ..overlays import summary_message
@@ -42,10 +43,13 @@ _MAX_OVERLAY_IDS = 500  # beyond this the estimate falls back to reading the his
 
 @dataclass(frozen=True)
 class _Row:
+    """Key columns of one message; the numbers are None on rows a foreign writer stored without totals
+    (typed ``Any``: each use checks for None where the walk can meet one)."""
+
     parent_id: str | None
-    depth: int | None
-    tokens: int | None
-    path_tokens: int | None
+    depth: Any
+    tokens: Any
+    path_tokens: Any
 
 
 class _Irregular(Exception):
@@ -98,19 +102,20 @@ def _swap_visible_overlays(
     stops = sorted(by_end)
     min_depth = min(rows[t].depth for t in stops)
     total = int(leaf.path_tokens)
-    cursor, depth = leaf_id, leaf.depth
+    cursor: str | None = leaf_id
+    depth = leaf.depth
     while cursor is not None and depth is not None and depth >= min_depth:
         end_id = _next_overlay_end(fetchall, session_id, cursor, stops, min_depth)
         if end_id is None:
             break
-        overlay = _visible_at(end_id, by_end[end_id], rows, overlays, order)
+        shown = _visible_at(end_id, by_end[end_id], rows, overlays, order)
         end = rows[end_id]
-        if overlay is None:
+        if shown is None:
             cursor, depth = end.parent_id, end.depth - 1
             continue
-        start = rows[overlay.from_message_id]
+        start = rows[shown.from_message_id]
         raw = end.path_tokens - start.path_tokens + start.tokens
-        total += estimate_one_message_tokens(summary_message(overlay)) - raw
+        total += estimate_one_message_tokens(summary_message(shown)) - raw
         cursor, depth = start.parent_id, start.depth - 1
     return total
 

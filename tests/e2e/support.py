@@ -26,12 +26,10 @@ def unavailable(reason: str, skip_reason: str | None = None) -> None:
     pytest.skip(skip_reason or reason)
 
 
-def redis_client(url: str, missing_skip: str | None = None) -> Any:
-    """A pinged Redis client for ``url``; without the client library or the server, see :func:`unavailable`."""
-    try:
-        import redis
-    except ImportError:
-        unavailable("the redis client is not installed", missing_skip)
+def redis_client(url: str) -> Any:
+    """A pinged Redis client for ``url``; without the server, see :func:`unavailable`."""
+    import redis
+
     client = redis.Redis.from_url(url, socket_connect_timeout=2)
     try:
         client.ping()

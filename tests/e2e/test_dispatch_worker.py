@@ -25,7 +25,6 @@ from agent_sessions.models import CompactionJob
 from tests import sessions_registry
 from tests.conftest import msg
 from tests.e2e.support import fill, redis_client, start_worker, wait_for, wait_ready
-from tests.test_api_helpers import alice, api  # noqa: F401 - fixtures
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
 
@@ -110,10 +109,17 @@ def test_a_rolled_back_append_publishes_nothing(queue, session_id, django_captur
     monkeypatch.setattr(jobs.compact_session, "apply_async", lambda *a, **k: sent.append(k))
     fill(session_id, 5)
     session = registry.get(sessions_registry.FAST).get_session(session_id)
-    with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        with pytest.raises(RuntimeError), transaction.atomic():
+
+    def append_then_roll_back() -> None:
+        with transaction.atomic():
             session.append_message(msg("crossing", text="this one crosses the threshold " * 10))
             raise RuntimeError("rolled back")
+
+    with (
+        django_capture_on_commit_callbacks(execute=True) as callbacks,
+        pytest.raises(RuntimeError, match="rolled back"),
+    ):
+        append_then_roll_back()
     assert callbacks == []
     assert sent == []
     assert session.get_message("crossing") is None
@@ -137,7 +143,7 @@ def test_transient_failures_are_retried_with_backoff_on_a_real_worker(worker, se
     assert "injected outage 2" in log
 
 
-def test_api_compaction_202_then_poll_is_served_by_the_worker(worker, api):  # noqa: F811
+def test_api_compaction_202_then_poll_is_served_by_the_worker(worker, api):
     sid = api.new_session("async")
     for i in range(12):  # beyond the default 20,000-token tail budget
         body = {"message": msg(f"u{i}", "user" if i % 2 == 0 else "assistant", f"line {i} " * 1500)}

@@ -73,7 +73,7 @@ class Workers:
 
 @pytest.fixture
 def workers(tmp_path, monkeypatch):
-    client = redis_client(BROKER_URL, missing_skip="no redis client")
+    client = redis_client(BROKER_URL)
     queue = f"agent-sessions-kill-{uuid.uuid4().hex[:10]}"
     pool = Workers(tmp_path, queue)
     app = jobs.compact_session.app

@@ -46,7 +46,9 @@ def test_five_second_load_has_no_errors_and_loses_nothing(server, django_user_mo
     assert summary["routes"]["append"]["count"] >= 20
     assert {"append", "history"} <= set(summary["routes"])
     verdict = load.check_consistency(report)
-    assert verdict["ok"] and verdict["missing"] == 0 and verdict["duplicated_or_unknown"] == 0, verdict
+    assert verdict["ok"], verdict
+    assert verdict["missing"] == 0, verdict
+    assert verdict["duplicated_or_unknown"] == 0, verdict
     assert verdict["acknowledged"] == summary["acknowledged_appends"] > 0
     for session_id, acked in report.acked.items():  # the same, in the test's own words
         stored = sorted(Message.objects.filter(session_id=session_id).values_list("message_id", flat=True))

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.db import models
 from django.db.models.functions import Right
 from django.utils.dateparse import parse_datetime
 
@@ -46,7 +47,7 @@ def _when(value: Any, what: str) -> datetime | None:
     return parsed
 
 
-def namespaced(model: type, using: str, session_id: str):
+def namespaced(model: type[models.Model], using: str, session_id: str) -> models.QuerySet:
     """Rows of a label-keyed table belonging to the session (label ends with ``_<id>``)."""
     if not session_id:
         return model.objects.using(using).none()
@@ -179,7 +180,8 @@ def remove_existing(using: str, document: dict) -> None:
 
 def _stamps(**values: Any) -> dict[str, datetime]:
     """Parsed timestamps, leaving out missing ones (the model's default applies)."""
-    return {k: _when(v, k) for k, v in values.items() if v is not None}
+    parsed = {k: _when(v, k) for k, v in values.items()}
+    return {k: when for k, when in parsed.items() if when is not None}
 
 
 def _owner(username: str | None, using: str) -> Any:
@@ -203,9 +205,10 @@ def _message_rows(entries: list) -> Iterator[dict]:
             text, tokens = text_content(message), estimate_one_message_tokens(message)
             extra = tool_text(message)
         else:
-            content, text, tokens, extra = entry.get("content"), "", None, ""
-            if not isinstance(content, str) or not isinstance(entry.get("id"), str):
+            stored = entry.get("content")
+            if not isinstance(stored, str) or not isinstance(entry.get("id"), str):
                 raise ArchiveError("a message needs an id and either 'message' or a 'content' string")
+            content, text, tokens, extra = stored, "", None, ""
         if entry["id"] in rows:
             raise ArchiveError(f"duplicate message id {entry['id']!r}")
         rows[entry["id"]] = {

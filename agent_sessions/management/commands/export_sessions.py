@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from django.core.management.base import CommandError
@@ -38,7 +39,7 @@ class Command(ProgressCommand):
         if output == "-":
             self._export(using, ids, total, self.stdout.write)
             return
-        with open(output, "w", encoding="utf-8") as stream:
+        with Path(output).open("w", encoding="utf-8") as stream:
             self._export(using, ids, total, lambda line: stream.write(line + "\n"))
         if self.verbosity:
             self.stderr.write(f"Exported {len(ids)} session(s) to {output}.")

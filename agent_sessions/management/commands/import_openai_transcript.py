@@ -79,8 +79,7 @@ class Command(ProgressCommand):
 
     def _load(self, path: str) -> Any:
         try:
-            with open(path, encoding="utf-8") as stream:
-                return json.load(stream)
+            return json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise CommandError(f"cannot read {path}: {exc}") from exc
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from django.core.management.base import CommandError
@@ -32,7 +32,7 @@ class Command(ProgressCommand):
     def handle(self, *args: Any, path: str, replace: bool, **options: Any) -> None:
         using = self.alias(options)
         stream = sys.stdin if path == "-" else self._open(path)
-        total = None if path == "-" else os.path.getsize(path)
+        total = None if path == "-" else Path(path).stat().st_size
         sessions = messages = 0
         try:
             bar = self.bar(total=total, desc="import", unit="B", unit_scale=True)
@@ -52,7 +52,7 @@ class Command(ProgressCommand):
 
     def _open(self, path: str):
         try:
-            return open(path, encoding="utf-8")  # noqa: SIM115 - closed in handle()
+            return Path(path).open(encoding="utf-8")  # noqa: SIM115 - closed in handle()
         except OSError as exc:
             raise CommandError(f"cannot read {path}: {exc}") from exc
 

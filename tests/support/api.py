@@ -1,4 +1,8 @@
-"""Shared fixtures of the JSON API tests (no tests here): users, keys, a Bearer client, test configurations."""
+"""Fixtures of the JSON API tests: users, keys, a Bearer client, test configurations.
+
+Loaded for every test module by ``pytest_plugins`` in ``tests/conftest.py``; import only the helpers
+(``Api``, ``ui``, ``make_user``) from here, never the fixtures.
+"""
 
 from __future__ import annotations
 
