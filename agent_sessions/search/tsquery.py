@@ -47,17 +47,17 @@ def _ilike(text_col: str, term: Term, params: list, negate: bool = False) -> str
 def _substring(target: Target, term: Term, params: list, negate: bool = False) -> str:
     """``term`` is (``negate``: is not) a substring of the text column or the ``extra`` one.
 
-    The ``extra`` test also states that the column is not all ASCII (a substring term never
-    is), which lets Postgres use the partial trigram index of that column.
+    Each test also states that the column is not all ASCII (a substring term never is),
+    which lets Postgres use the partial trigram indexes of the messages' columns.
     """
     columns = [c for c in (target.text, target.extra) if c]
     if negate:
         tests = [_ilike(f"COALESCE(m.{c}, '')", term, params, negate=True) for c in columns]
         return "(" + " AND ".join(tests) + ")"
-    tests = [_ilike(f"m.{target.text}", term, params)]
-    if target.extra:
-        ascii_only = f"octet_length(m.{target.extra}) <> char_length(m.{target.extra})"
-        tests.append(f"({ascii_only} AND {_ilike(f'm.{target.extra}', term, params)})")
+    tests = []
+    for column in columns:
+        not_ascii = f"octet_length(m.{column}) <> char_length(m.{column})"
+        tests.append(f"({not_ascii} AND {_ilike(f'm.{column}', term, params)})")
     return "(" + " OR ".join(tests) + ")"
 
 
