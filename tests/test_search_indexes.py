@@ -71,7 +71,9 @@ def test_upgrade_of_a_filled_database_swaps_the_indexes_and_keeps_every_hit():
         _run(url, "manage.py", "migrate", "--noinput", "-v0")
         new = _indexes(url)
         assert set(new) == {"idx_assistant_msg_session_fts", "idx_assistant_msg_trgm"}
-        assert "USING gin (session_id, content_tsv)" in new["idx_assistant_msg_session_fts"]
+        assert new["idx_assistant_msg_session_fts"].endswith(
+            "USING gin (session_id, content_tsv) WITH (gin_pending_list_limit='256')"
+        )
         assert "WHERE (octet_length(text_content) <> char_length(text_content))" in new["idx_assistant_msg_trgm"]
         assert _reads(url) == before
 

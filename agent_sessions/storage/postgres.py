@@ -243,11 +243,14 @@ def server_closed(raw) -> bool:
 # One GIN index over (session_id, content_tsv) (btree_gin) instead of content_tsv alone:
 # a per-session search intersects the session's entry with the words' inside one GIN scan,
 # which skips through a common word's posting tree instead of reading all of it, and a
-# cross-session search uses the same index's content_tsv column alone.
+# cross-session search uses the same index's content_tsv column alone.  Every scan also
+# reads the whole pending list of recent inserts (GIN fastupdate): capped at 256 kB instead
+# of the server's 4 MB default, a search reads at most 32 pending pages instead of 512,
+# while appends cost the same (measured in docs/scaling.md; fastupdate off doubled them).
 SESSION_FTS_INSTALL = [
     "CREATE EXTENSION IF NOT EXISTS btree_gin",
     "CREATE INDEX IF NOT EXISTS idx_assistant_msg_session_fts ON assistant_messages "
-    "USING GIN (session_id, content_tsv)",
+    "USING GIN (session_id, content_tsv) WITH (gin_pending_list_limit = 256)",
     "DROP INDEX IF EXISTS idx_assistant_msg_fts",
 ]
 SESSION_FTS_UNINSTALL = [
