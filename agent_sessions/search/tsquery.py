@@ -47,17 +47,17 @@ def _ilike(text_col: str, term: Term, params: list, negate: bool = False) -> str
 def _substring(target: Target, term: Term, params: list, negate: bool = False) -> str:
     """``term`` is (``negate``: is not) a substring of the text column or the ``extra`` one.
 
-    The ``extra`` test also states that the column is not all ASCII (a substring term never
-    is), which lets Postgres use the partial trigram index of that column.
+    Each test also states that the column is not all ASCII (a substring term never is),
+    which lets Postgres use the partial trigram indexes of the messages' columns.
     """
     columns = [c for c in (target.text, target.extra) if c]
     if negate:
         tests = [_ilike(f"COALESCE(m.{c}, '')", term, params, negate=True) for c in columns]
         return "(" + " AND ".join(tests) + ")"
-    tests = [_ilike(f"m.{target.text}", term, params)]
-    if target.extra:
-        ascii_only = f"octet_length(m.{target.extra}) <> char_length(m.{target.extra})"
-        tests.append(f"({ascii_only} AND {_ilike(f'm.{target.extra}', term, params)})")
+    tests = []
+    for column in columns:
+        not_ascii = f"octet_length(m.{column}) <> char_length(m.{column})"
+        tests.append(f"({not_ascii} AND {_ilike(f'm.{column}', term, params)})")
     return "(" + " OR ".join(tests) + ")"
 
 
@@ -77,18 +77,26 @@ def _role_any(column: str, roles: tuple[str, ...], params: list) -> str:
 
 
 def compile_query(query: Query, target: Target, filters: Filters, config: str) -> tuple[str, list]:
-    """``(sql, params)`` selecting ``target.columns`` plus a snippet column (or NULL)."""
+    """``(sql, params)`` selecting ``target.columns`` plus a snippet column (or NULL).
+
+    The tsquery is written out (bound text, immutable functions) wherever it is used,
+    rather than computed once in a CTE: the planner folds it into a constant and reads
+    the column's statistics for it, so a common word in one session walks that session's
+    rows instead of the word's whole GIN posting list (see docs/scaling.md).
+    """
     parts = split(query)
-    tsq_params: list = []
     pos_params: list = []
     positive = " && ".join(_any(g.terms, config, pos_params) for g in parts.words)
-    tsq = ""
+    tsq, tsq_params = "", []
     if positive:
-        # ``keep`` is false when every required word is a stop word: then nothing
-        # matches (rather than ``!!excluded`` alone matching nearly everything).
-        negative = f" && !!{_any(parts.excluded_words, config, tsq_params)}" if parts.excluded_words else ""
-        tsq = f"SELECT pos.p{negative} AS q, numnode(pos.p) > 0 AS keep FROM (SELECT {positive} AS p) pos"
-        tsq_params += pos_params
+        tsq, tsq_params = f"({positive})", list(pos_params)
+        if parts.excluded_words:
+            tsq = f"({positive} && !!{_any(parts.excluded_words, config, tsq_params)})"
+
+    def q(params: list) -> str:
+        """The tsquery, its bound text appended to ``params``."""
+        params += tsq_params
+        return tsq
 
     from_params: list = []
     where_params: list = []
@@ -96,8 +104,11 @@ def compile_query(query: Query, target: Target, filters: Filters, config: str) -
         target, filters, _role_any, indexed=parts.indexed, from_params=from_params, where_params=where_params
     )
     if tsq:
-        source += ", q"
-        where[:0] = ["q.keep", f"m.{target.tsv} @@ q.q"]
+        # Nothing matches when every required word is a stop word (rather than
+        # ``!!excluded`` alone matching nearly everything); a constant test.
+        lead: list = [*pos_params]
+        where[:0] = [f"numnode({positive}) > 0", f"m.{target.tsv} @@ {q(lead)}"]
+        where_params[:0] = lead
     for group in parts.substrings:
         where.append("(" + " OR ".join(_substring(target, t, where_params) for t in group.terms) + ")")
     for group in parts.other:
@@ -111,7 +122,7 @@ def compile_query(query: Query, target: Target, filters: Filters, config: str) -
     if tsq:
         # The text is weight A, the extra column weight D (see the vendor's tool_text_index_sql).
         weights = f"'{{{EXTRA_WEIGHT}, 0.2, 0.4, 1.0}}'::float4[], " if target.extra else ""
-        ranks.append(f"ts_rank_cd({weights}m.{target.tsv}, q.q, 1)")
+        ranks.append(f"ts_rank_cd({weights}m.{target.tsv}, {q(rank_params)}, 1)")
     needles = [t for t in query.terms if t.cjk]
     if needles:
         ranks.append(occurrences_sql(f"m.{target.text}", needles, "greatest"))
@@ -131,16 +142,17 @@ def compile_query(query: Query, target: Target, filters: Filters, config: str) -
     hit_columns = ", ".join(f"hit.{c}" for c in target.columns)
     headline_params: list = []
     if tsq and filters.snippets:
+        headline_params.append(config)
         shown = f"hit.{target.text}"
         if target.extra:
             # A hit whose words are only in the extra column (tool text) is excerpted from there.
+            headline_params.append(config)
             shown = (
-                f"CASE WHEN hit.{target.extra} <> '' AND NOT to_tsvector(%s::regconfig, hit.{target.text}) @@ q.q "
-                f"THEN hit.{target.extra} ELSE hit.{target.text} END"
+                f"CASE WHEN hit.{target.extra} <> '' AND NOT to_tsvector(%s::regconfig, hit.{target.text}) "
+                f"@@ {q(headline_params)} THEN hit.{target.extra} ELSE hit.{target.text} END"
             )
-            headline_params = [config]
-        headline = f"ts_headline(%s::regconfig, {shown}, q.q, %s)"
-        headline_params = [config, *headline_params, HEADLINE_OPTIONS]
+        headline = f"ts_headline(%s::regconfig, {shown}, {q(headline_params)}, %s)"
+        headline_params.append(HEADLINE_OPTIONS)
     else:
         headline = "NULL"
     if filters.ranked:
@@ -148,13 +160,6 @@ def compile_query(query: Query, target: Target, filters: Filters, config: str) -
         headline += f", CAST({total} AS {RANK_TYPE}) AS rank"
     sql = (
         f"SELECT {hit_columns}, {headline}{snippet_columns(target, filters, 'hit.')} FROM ({inner_sql}) hit"
-        + (", q" if tsq else "")
-        + " ORDER BY "
-        + "".join(f"hit.r{i} DESC, " for i in range(len(ranks)))
-        + "hit.seq"
+        " ORDER BY " + "".join(f"hit.r{i} DESC, " for i in range(len(ranks))) + "hit.seq"
     )
-    params = headline_params + params
-    if tsq:
-        sql = f"WITH q AS MATERIALIZED ({tsq}) " + sql
-        params = tsq_params + params
-    return sql, params
+    return sql, headline_params + params

@@ -237,3 +237,49 @@ def server_closed(raw) -> bool:
     except Exception:  # noqa: BLE001 - no socket to look at: let the next query tell
         return False
     return bool(readable)
+
+
+# ── search indexes (migrations 0012 and 0013) ───────────────────────
+# One GIN index over (session_id, content_tsv) (btree_gin) instead of content_tsv alone:
+# a per-session search intersects the session's entry with the words' inside one GIN scan,
+# which skips through a common word's posting tree instead of reading all of it, and a
+# cross-session search uses the same index's content_tsv column alone.  Every scan also
+# reads the whole pending list of recent inserts (GIN fastupdate): capped at 256 kB instead
+# of the server's 4 MB default, a search reads at most 32 pending pages instead of 512,
+# while appends cost the same (measured in docs/scaling.md; fastupdate off doubled them).
+SESSION_FTS_INSTALL = [
+    "CREATE EXTENSION IF NOT EXISTS btree_gin",
+    "CREATE INDEX IF NOT EXISTS idx_assistant_msg_session_fts ON assistant_messages "
+    "USING GIN (session_id, content_tsv) WITH (gin_pending_list_limit = 256)",
+    "DROP INDEX IF EXISTS idx_assistant_msg_fts",
+]
+SESSION_FTS_UNINSTALL = [
+    "CREATE INDEX IF NOT EXISTS idx_assistant_msg_fts ON assistant_messages USING GIN (content_tsv)",
+    "DROP INDEX IF EXISTS idx_assistant_msg_session_fts",
+]
+
+
+def btree_gin_usable(cursor) -> bool:
+    """True when btree_gin is installed, or available and this user may create it."""
+    cursor.execute(
+        "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'btree_gin') "
+        "OR (EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'btree_gin') "
+        "AND ((SELECT rolsuper FROM pg_roles WHERE rolname = current_user) "
+        "OR has_database_privilege(current_database(), 'CREATE')))"
+    )
+    return bool(cursor.fetchone()[0])
+
+
+# Substring terms always contain a character of an unspaced script, so a row they match is
+# never all ASCII: the trigram index of text_content covers only the other rows, and an
+# English append pays nothing for it.  search.tsquery repeats the predicate in its test.
+NON_ASCII_TEXT = "octet_length(text_content) <> char_length(text_content)"
+PARTIAL_TRGM_INSTALL = [
+    "DROP INDEX IF EXISTS idx_assistant_msg_trgm",
+    "CREATE INDEX IF NOT EXISTS idx_assistant_msg_trgm ON assistant_messages "
+    f"USING GIN (text_content gin_trgm_ops) WHERE {NON_ASCII_TEXT}",
+]
+PARTIAL_TRGM_UNINSTALL = [
+    "DROP INDEX IF EXISTS idx_assistant_msg_trgm",
+    "CREATE INDEX IF NOT EXISTS idx_assistant_msg_trgm ON assistant_messages USING GIN (text_content gin_trgm_ops)",
+]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from ..types import tool_text
-from . import backends
+from . import backends, postgres
 
 _VENDORS = ("sqlite", "postgresql")
 
@@ -88,3 +88,35 @@ def _tool_text_of(content: object) -> str:
     except ValueError:
         return ""
     return tool_text(message) if isinstance(message, dict) else ""
+
+
+def install_session_fts(apps, schema_editor) -> None:
+    """Postgres: the words' GIN index also keyed by session_id (btree_gin); kept as is without btree_gin."""
+    if schema_editor.connection.vendor != "postgresql":
+        return
+    with schema_editor.connection.cursor() as cursor:
+        usable = postgres.btree_gin_usable(cursor)
+    if usable:
+        for statement in postgres.SESSION_FTS_INSTALL:
+            schema_editor.execute(statement)
+
+
+def uninstall_session_fts(apps, schema_editor) -> None:
+    """Reverse of :func:`install_session_fts` (the extension stays: others may use it)."""
+    if schema_editor.connection.vendor == "postgresql":
+        for statement in postgres.SESSION_FTS_UNINSTALL:
+            schema_editor.execute(statement)
+
+
+def install_partial_trigram(apps, schema_editor) -> None:
+    """Postgres: the text trigram index only over rows with a non-ASCII character."""
+    if schema_editor.connection.vendor == "postgresql":
+        for statement in postgres.PARTIAL_TRGM_INSTALL:
+            schema_editor.execute(statement)
+
+
+def uninstall_partial_trigram(apps, schema_editor) -> None:
+    """Reverse of :func:`install_partial_trigram`: the trigram index over every row again."""
+    if schema_editor.connection.vendor == "postgresql":
+        for statement in postgres.PARTIAL_TRGM_UNINSTALL:
+            schema_editor.execute(statement)
