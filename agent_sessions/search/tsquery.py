@@ -118,7 +118,8 @@ def compile_query(query: Query, target: Target, filters: Filters, config: str) -
     for term in parts.excluded_substrings:
         where.append(_substring(target, term, where_params, negate=True))
 
-    ranks, rank_params = [], []
+    ranks: list[str] = []
+    rank_params: list[object] = []
     if tsq:
         # The text is weight A, the extra column weight D (see the vendor's tool_text_index_sql).
         weights = f"'{{{EXTRA_WEIGHT}, 0.2, 0.4, 1.0}}'::float4[], " if target.extra else ""
