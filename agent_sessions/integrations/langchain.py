@@ -157,7 +157,7 @@ def to_langchain(message: dict) -> list[BaseMessage]:
     elif role != "tool":
         calls = [
             {
-                "name": tool_name(p),
+                "name": tool_name(p, "tool"),
                 "args": _args(p.get("input", p.get("args"))),
                 "id": p["toolCallId"],
                 "type": "tool_call",
@@ -172,13 +172,13 @@ def to_langchain(message: dict) -> list[BaseMessage]:
                 ToolMessage(
                     content=str(part["errorText"]),
                     tool_call_id=part["toolCallId"],
-                    name=tool_name(part),
+                    name=tool_name(part, "tool"),
                     status="error",
                 )
             )
         elif "output" in part or "result" in part:
             output = as_json_text(part.get("output", part.get("result")))
-            out.append(ToolMessage(content=output, tool_call_id=part["toolCallId"], name=tool_name(part)))
+            out.append(ToolMessage(content=output, tool_call_id=part["toolCallId"], name=tool_name(part, "tool")))
     return out
 
 

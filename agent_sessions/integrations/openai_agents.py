@@ -183,7 +183,9 @@ def message_to_items(message: dict) -> list[dict]:
         call_id = part["toolCallId"]
         if role != "tool" and ("input" in part or "args" in part):
             arguments = as_json_text(part.get("input", part.get("args")))
-            items.append({"type": "function_call", "call_id": call_id, "name": tool_name(part), "arguments": arguments})
+            items.append(
+                {"type": "function_call", "call_id": call_id, "name": tool_name(part, "tool"), "arguments": arguments}
+            )
         if "errorText" in part:
             items.append({"type": "function_call_output", "call_id": call_id, "output": str(part["errorText"])})
         elif "output" in part or "result" in part:
