@@ -12,15 +12,17 @@ from typing import Any
 
 from ._parts import as_dict, as_list, is_tool_part, join_steps, message_ids, only_text, ui_message, with_result
 
-Handler = Callable[[list], None]
+Handler = Callable[[list, Any], None]
 FileBlock = Callable[[dict, str], "dict | None"]
 BlockReader = Callable[[dict], "dict | None"]
 
 
-def each_role(messages: Any, handlers: Mapping[str, Handler]) -> None:
-    """Call ``handlers[role](parts)`` for each message that has a ``parts`` list, in order.
+def each_role(messages: Any, handlers: Mapping[str, Handler], sink: Any) -> Any:
+    """Call ``handlers[role](parts, sink)`` for each message that has a ``parts`` list, in order; ``sink``.
 
-    SDK objects are dumped first; non-messages, other roles and non-string roles are skipped.
+    ``handlers`` is a target's module-level dispatch table and ``sink`` what it fills (no
+    closures built per call). SDK objects are dumped first; non-messages, other roles and
+    non-string roles are skipped.
     """
     get = handlers.get
     for message in messages if type(messages) is list else as_list(messages):
@@ -33,7 +35,8 @@ def each_role(messages: Any, handlers: Mapping[str, Handler]) -> None:
         if type(parts) is list and type(role) is str:
             handler = get(role)
             if handler is not None:
-                handler(parts)
+                handler(parts, sink)
+    return sink
 
 
 def content_blocks(parts: list, text_type: str, file_block: FileBlock | None, *, empty_text: bool = True) -> list[dict]:

@@ -48,25 +48,33 @@ def to_anthropic(messages: Any, *, system: str | None = None) -> dict:
     ``system`` (e.g. the session's frozen prompt) comes first in ``system``, before the
     texts of ``system`` UIMessages.
     """
-    system_texts: list[str] = [system] if system else []
-    turns: list[dict] = []
+    request = W.each_role(messages, _HANDLERS, _Request([system] if system else []))
+    if request.system:
+        return {"system": "\n\n".join(request.system), "messages": request.turns}
+    return {"messages": request.turns}
 
-    def user(parts: list) -> None:
-        text = P.only_text(parts)
-        blocks = (
-            [{"type": "text", "text": text}] if text else W.content_blocks(parts, "text", _file_block, empty_text=False)
-        )
-        if blocks:
-            _push(turns, "user", blocks)
 
-    def system_message(parts: list) -> None:
-        system_texts.extend(block["text"] for block in W.content_blocks(parts, "text", None, empty_text=False))
+class _Request:
+    """What ``to_anthropic`` fills: the system texts and the turns."""
 
-    W.each_role(messages, {"assistant": lambda parts: _assistant(parts, turns), "user": user, "system": system_message})
-    request: dict = {"messages": turns}
-    if system_texts:
-        request = {"system": "\n\n".join(system_texts), **request}
-    return request
+    __slots__ = ("system", "turns")
+
+    def __init__(self, system: list[str]) -> None:
+        self.system = system
+        self.turns: list[dict] = []
+
+
+def _user(parts: list, request: _Request) -> None:
+    text = P.only_text(parts)
+    blocks = (
+        [{"type": "text", "text": text}] if text else W.content_blocks(parts, "text", _file_block, empty_text=False)
+    )
+    if blocks:
+        _push(request.turns, "user", blocks)
+
+
+def _system(parts: list, request: _Request) -> None:
+    request.system.extend(block["text"] for block in W.content_blocks(parts, "text", None, empty_text=False))
 
 
 def _push(turns: list[dict], role: str, blocks: list[dict]) -> None:
@@ -106,8 +114,9 @@ def _encode_text(text: str) -> str:
     return base64.b64encode(text.encode("utf-8")).decode("ascii")
 
 
-def _assistant(parts: list, turns: list[dict]) -> None:
+def _assistant(parts: list, request: _Request) -> None:
     """Push each step's blocks as an assistant turn and its tool results as a user turn."""
+    turns = request.turns
     blocks: list[dict] = []
     results: list[dict] = []
     for part in parts:
@@ -157,6 +166,10 @@ def _assistant(parts: list, turns: list[dict]) -> None:
         _push(turns, "assistant", blocks)
     if results:
         _push(turns, "user", results)
+
+
+#: Role → the function filling the request from that role's messages.
+_HANDLERS = {"assistant": _assistant, "user": _user, "system": _system}
 
 
 def from_anthropic(message: Any, *, id: str | None = None) -> dict:

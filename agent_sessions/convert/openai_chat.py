@@ -50,20 +50,19 @@ _AUDIO_TYPES = {"wav": "audio/wav", "mp3": "audio/mpeg"}
 
 def to_openai_chat(messages: Any, *, system: str | None = None) -> list[dict]:
     """Chat Completions ``messages`` for UIMessages (``system`` first when given)."""
-    out: list[dict] = [{"role": "system", "content": system}] if system else []
+    return W.each_role(messages, _HANDLERS, [{"role": "system", "content": system}] if system else [])
 
-    def user(parts: list) -> None:
-        content = W.user_content(parts, "text", _file_block)
-        if content is not None:
-            out.append({"role": "user", "content": content})
 
-    def system_message(parts: list) -> None:
-        content = W.user_content(parts, "text", None)
-        if content is not None:
-            out.append({"role": "system", "content": content})
+def _user(parts: list, out: list[dict]) -> None:
+    content = W.user_content(parts, "text", _file_block)
+    if content is not None:
+        out.append({"role": "user", "content": content})
 
-    W.each_role(messages, {"assistant": lambda parts: _assistant(parts, out), "user": user, "system": system_message})
-    return out
+
+def _system(parts: list, out: list[dict]) -> None:
+    content = W.user_content(parts, "text", None)
+    if content is not None:
+        out.append({"role": "system", "content": content})
 
 
 def _assistant(parts: list, out: list[dict]) -> None:
@@ -83,7 +82,7 @@ def _assistant(parts: list, out: list[dict]) -> None:
             if texts or calls:
                 _flush_step(out, texts, calls, results)
                 texts, calls, results = [], [], []
-        else:
+        elif kind != "reasoning":
             found = P.sent_call(part)
             if found is None:
                 continue
@@ -95,6 +94,10 @@ def _assistant(parts: list, out: list[dict]) -> None:
                 results.append({"role": "tool", "tool_call_id": call_id, "content": P.result_text(part)})
     if texts or calls:
         _flush_step(out, texts, calls, results)
+
+
+#: Role → the function appending that role's messages.
+_HANDLERS = {"assistant": _assistant, "user": _user, "system": _system}
 
 
 def _flush_step(out: list[dict], texts: list[str], calls: list[dict], results: list[dict]) -> None:

@@ -40,20 +40,19 @@ from . import _walk as W
 
 def to_openai_responses(messages: Any, *, system: str | None = None) -> list[dict]:
     """Responses API ``input`` items for UIMessages (a ``system`` message first when given)."""
-    items: list[dict] = [{"role": "system", "content": system}] if system else []
+    return W.each_role(messages, _HANDLERS, [{"role": "system", "content": system}] if system else [])
 
-    def user(parts: list) -> None:
-        content = W.user_content(parts, "input_text", _file_block)
-        if content is not None:
-            items.append({"role": "user", "content": content})
 
-    def system_message(parts: list) -> None:
-        content = W.user_content(parts, "input_text", None)
-        if content is not None:
-            items.append({"role": "system", "content": content})
+def _user(parts: list, items: list[dict]) -> None:
+    content = W.user_content(parts, "input_text", _file_block)
+    if content is not None:
+        items.append({"role": "user", "content": content})
 
-    W.each_role(messages, {"assistant": lambda parts: _assistant(parts, items), "user": user, "system": system_message})
-    return items
+
+def _system(parts: list, items: list[dict]) -> None:
+    content = W.user_content(parts, "input_text", None)
+    if content is not None:
+        items.append({"role": "system", "content": content})
 
 
 def _file_block(part: dict, url: str) -> dict:
@@ -109,6 +108,10 @@ def _assistant(parts: list, items: list[dict]) -> None:
             if state != "input-available":
                 results.append({"type": "function_call_output", "call_id": call_id, "output": P.result_text(part)})
     items.extend(results)
+
+
+#: Role → the function appending that role's items.
+_HANDLERS = {"assistant": _assistant, "user": _user, "system": _system}
 
 
 def from_openai_responses(items: Any, *, id: str | None = None) -> list[dict]:

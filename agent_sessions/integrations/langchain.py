@@ -145,7 +145,7 @@ def to_langchain(message: dict) -> list[BaseMessage]:
     """
     found, stored = find_data(message, MESSAGE_KIND)
     if found:
-        return messages_from_dict([stored])
+        return [rebuild(stored)]
     role, mid = message.get("role"), message.get("id")
     text = "\n".join(texts(message))
     tool_parts = [p for p in message.get("parts") or [] if is_tool_part(p)]
@@ -180,6 +180,74 @@ def to_langchain(message: dict) -> list[BaseMessage]:
             output = as_json_text(part.get("output", part.get("result")))
             out.append(ToolMessage(content=output, tool_call_id=part["toolCallId"], name=tool_name(part, "tool")))
     return out
+
+
+def rebuild(stored: Any) -> BaseMessage:
+    """The LangChain message of a stored ``{"type", "data"}`` dict, equal to what ``messages_from_dict`` gives.
+
+    A dump this adapter wrote (``message_to_dict`` of a validated message: every field present,
+    of its declared type, tool calls already normalised) is rebuilt with ``model_construct``,
+    skipping pydantic validation and LangChain's validators, which would change nothing and cost
+    three quarters of the read. Anything else, edited rows included, goes through
+    ``messages_from_dict`` and its validation (and errors).
+    """
+    if isinstance(stored, dict):
+        cls = _REBUILT.get(stored.get("type"))
+        data = stored.get("data")
+        if cls is not None and isinstance(data, dict) and _as_dumped(cls, data):
+            return cls.model_construct(**data)
+    return messages_from_dict([stored])[0]
+
+
+_REBUILT: dict[str, type[BaseMessage]] = {
+    "human": HumanMessage,
+    "ai": AIMessage,
+    "system": SystemMessage,
+    "tool": ToolMessage,
+}
+_FIELDS = {cls: frozenset(cls.model_fields) for cls in _REBUILT.values()}
+_CALL_KEYS = frozenset({"name", "args", "id", "type"})
+_INVALID_CALL_KEYS = frozenset({"name", "args", "id", "error", "type"})
+
+
+def _as_dumped(cls: type[BaseMessage], data: dict) -> bool:
+    """Whether ``data`` has exactly the shape ``model_dump`` gives, so validation would be a no-op."""
+    if data.keys() != _FIELDS[cls] or data["type"] != cls.model_fields["type"].default:
+        return False
+    content = data["content"]
+    if not (
+        isinstance(content, str) or (isinstance(content, list) and all(isinstance(c, str | dict) for c in content))
+    ):
+        return False
+    if not isinstance(data["additional_kwargs"], dict) or not isinstance(data["response_metadata"], dict):
+        return False
+    if not all(data[key] is None or isinstance(data[key], str) for key in ("name", "id")):
+        return False
+    if cls is ToolMessage:
+        return isinstance(data["tool_call_id"], str) and data["status"] in ("success", "error")
+    if cls is AIMessage:
+        calls, invalid = data["tool_calls"], data["invalid_tool_calls"]
+        if not isinstance(calls, list) or not isinstance(invalid, list):
+            return False
+        if not calls and not invalid and data["additional_kwargs"].get("tool_calls"):
+            return False  # validation would parse these legacy tool calls
+        usage = data["usage_metadata"]
+        return (
+            (usage is None or isinstance(usage, dict))
+            and all(_is_call(c, _CALL_KEYS, "tool_call") and isinstance(c["args"], dict) for c in calls)
+            and all(_is_call(c, _INVALID_CALL_KEYS, "invalid_tool_call") for c in invalid)
+        )
+    return True
+
+
+def _is_call(call: Any, keys: frozenset, kind: str) -> bool:
+    return (
+        isinstance(call, dict)
+        and call.keys() == keys
+        and call["type"] == kind
+        and (call["name"] is None or isinstance(call["name"], str))
+        and (call["id"] is None or isinstance(call["id"], str))
+    )
 
 
 def _content_parts(message: BaseMessage) -> list[dict]:
