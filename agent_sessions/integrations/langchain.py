@@ -194,7 +194,7 @@ def rebuild(stored: Any) -> BaseMessage:
     if isinstance(stored, dict):
         cls = _REBUILT.get(stored.get("type"))
         data = stored.get("data")
-        if cls is not None and isinstance(data, dict) and _as_dumped(cls, data):
+        if cls is not None and isinstance(data, dict) and _as_dumped(cls, data, stored["type"]):
             return cls.model_construct(**data)
     return messages_from_dict([stored])[0]
 
@@ -210,32 +210,27 @@ _CALL_KEYS = frozenset({"name", "args", "id", "type"})
 _INVALID_CALL_KEYS = frozenset({"name", "args", "id", "error", "type"})
 
 
-def _as_dumped(cls: type[BaseMessage], data: dict) -> bool:
+def _as_dumped(cls: type[BaseMessage], data: dict, kind: str) -> bool:
     """Whether ``data`` has exactly the shape ``model_dump`` gives, so validation would be a no-op."""
-    if data.keys() != _FIELDS[cls] or data["type"] != cls.model_fields["type"].default:
+    if data.keys() != _FIELDS[cls] or data["type"] != kind:
         return False
-    content = data["content"]
-    if not (
-        isinstance(content, str) or (isinstance(content, list) and all(isinstance(c, str | dict) for c in content))
-    ):
+    content, name, message_id = data["content"], data["name"], data["id"]
+    if type(content) is not str and not (type(content) is list and all(isinstance(c, str | dict) for c in content)):
         return False
-    if not isinstance(data["additional_kwargs"], dict) or not isinstance(data["response_metadata"], dict):
+    if type(data["additional_kwargs"]) is not dict or type(data["response_metadata"]) is not dict:
         return False
-    if not all(data[key] is None or isinstance(data[key], str) for key in ("name", "id")):
+    if (name is not None and type(name) is not str) or (message_id is not None and type(message_id) is not str):
         return False
     if cls is ToolMessage:
-        return isinstance(data["tool_call_id"], str) and data["status"] in ("success", "error")
+        return type(data["tool_call_id"]) is str and data["status"] in ("success", "error")
     if cls is AIMessage:
-        calls, invalid = data["tool_calls"], data["invalid_tool_calls"]
-        if not isinstance(calls, list) or not isinstance(invalid, list):
+        calls, invalid, usage = data["tool_calls"], data["invalid_tool_calls"], data["usage_metadata"]
+        if type(calls) is not list or type(invalid) is not list or (usage is not None and type(usage) is not dict):
             return False
         if not calls and not invalid and data["additional_kwargs"].get("tool_calls"):
             return False  # validation would parse these legacy tool calls
-        usage = data["usage_metadata"]
-        return (
-            (usage is None or isinstance(usage, dict))
-            and all(_is_call(c, _CALL_KEYS, "tool_call") and isinstance(c["args"], dict) for c in calls)
-            and all(_is_call(c, _INVALID_CALL_KEYS, "invalid_tool_call") for c in invalid)
+        return all(_is_call(c, _CALL_KEYS, "tool_call") and type(c["args"]) is dict for c in calls) and all(
+            _is_call(c, _INVALID_CALL_KEYS, "invalid_tool_call") for c in invalid
         )
     return True
 
