@@ -186,16 +186,6 @@ def dumps(value: Any) -> str:
         raise ValueError("value nests too deeply for JSON") from None
 
 
-def fast_json_bytes(value: Any) -> bytes | None:
-    """``value`` as compact JSON bytes by orjson (the ``fast`` extra); None without it or for what it declines."""
-    if _FAST_ENCODE is None:
-        return None
-    try:
-        return _FAST_ENCODE(value, None, _FAST_OPTIONS)
-    except TypeError:
-        return None
-
-
 def input_json(part: dict) -> str:
     """A tool part's ``input`` as the JSON arguments string (``{}`` when missing or not JSON-able)."""
     value = part.get("input")

@@ -39,6 +39,23 @@ def each_role(messages: Any, handlers: Mapping[str, Handler], sink: Any) -> Any:
     return sink
 
 
+def openai_roles(assistant: Handler, text_type: str, file_block: FileBlock) -> dict[str, Handler]:
+    """The role table of an OpenAI target: ``assistant`` as given; user and system messages become
+    ``{"role", "content"}`` (:func:`user_content`, files only from users), skipped when empty."""
+
+    def user(parts: list, out: list[dict]) -> None:
+        content = user_content(parts, text_type, file_block)
+        if content is not None:
+            out.append({"role": "user", "content": content})
+
+    def system(parts: list, out: list[dict]) -> None:
+        content = user_content(parts, text_type, None)
+        if content is not None:
+            out.append({"role": "system", "content": content})
+
+    return {"assistant": assistant, "user": user, "system": system}
+
+
 def content_blocks(parts: list, text_type: str, file_block: FileBlock | None, *, empty_text: bool = True) -> list[dict]:
     """A user message's content blocks: its text parts as ``text_type`` blocks, its files through ``file_block``.
 
@@ -94,6 +111,18 @@ def read_blocks(content: Any, readers: Mapping[str, BlockReader]) -> list[dict]:
             if part is not None:
                 parts.append(part)
     return parts
+
+
+def text_block(block: dict) -> dict | None:
+    """Reader of a ``{"type", "text"}`` block (every target has one)."""
+    text = block.get("text")
+    return {"type": "text", "text": text} if isinstance(text, str) else None
+
+
+def refusal_block(block: dict) -> dict | None:
+    """Reader of an OpenAI ``refusal`` block: its text."""
+    text = block.get("refusal")
+    return {"type": "text", "text": text} if isinstance(text, str) else None
 
 
 def text_of(content: Any, readers: Mapping[str, BlockReader]) -> str:

@@ -186,11 +186,6 @@ def from_anthropic(message: Any, *, id: str | None = None) -> dict:
     return P.ui_message(id or P.new_message_id(), role, W.read_blocks(data.get("content"), _READERS))
 
 
-def _text(block: dict) -> dict | None:
-    text = block.get("text")
-    return {"type": "text", "text": text} if isinstance(text, str) else None
-
-
 def _thinking(block: dict) -> dict:
     signature = str(block.get("signature") or "")
     return {
@@ -241,7 +236,7 @@ def _file_from_source(source: Any, *, image: bool = False, filename: str | None 
 
 #: Content block type → its UIMessage part (None drops the block); ``tool_result`` is read apart.
 _READERS = {
-    "text": _text,
+    "text": W.text_block,
     "thinking": _thinking,
     "redacted_thinking": _redacted_thinking,
     "tool_use": _tool_use,

@@ -53,18 +53,6 @@ def to_openai_chat(messages: Any, *, system: str | None = None) -> list[dict]:
     return W.each_role(messages, _HANDLERS, [{"role": "system", "content": system}] if system else [])
 
 
-def _user(parts: list, out: list[dict]) -> None:
-    content = W.user_content(parts, "text", _file_block)
-    if content is not None:
-        out.append({"role": "user", "content": content})
-
-
-def _system(parts: list, out: list[dict]) -> None:
-    content = W.user_content(parts, "text", None)
-    if content is not None:
-        out.append({"role": "system", "content": content})
-
-
 def _assistant(parts: list, out: list[dict]) -> None:
     """Append one assistant message (plus its tool results) per step; one pass over the parts."""
     texts: list[str] = []
@@ -96,10 +84,6 @@ def _assistant(parts: list, out: list[dict]) -> None:
         _flush_step(out, texts, calls, results)
 
 
-#: Role → the function appending that role's messages.
-_HANDLERS = {"assistant": _assistant, "user": _user, "system": _system}
-
-
 def _flush_step(out: list[dict], texts: list[str], calls: list[dict], results: list[dict]) -> None:
     if texts:
         content = texts[0] if len(texts) == 1 else [{"type": "text", "text": t} for t in texts]
@@ -127,6 +111,10 @@ def _file_block(part: dict, url: str) -> dict | None:
     if isinstance(part.get("filename"), str) and part["filename"]:
         file["filename"] = part["filename"]
     return {"type": "file", "file": file}
+
+
+#: Role → the function appending that role's messages.
+_HANDLERS = W.openai_roles(_assistant, "text", _file_block)
 
 
 def from_openai_chat(message: Any, *, id: str | None = None) -> dict:
@@ -158,16 +146,6 @@ def from_openai_chat(message: Any, *, id: str | None = None) -> dict:
     return P.ui_message(id or P.new_message_id(), role, parts)
 
 
-def _text(block: dict) -> dict | None:
-    text = block.get("text")
-    return {"type": "text", "text": text} if isinstance(text, str) else None
-
-
-def _refusal(block: dict) -> dict | None:
-    text = block.get("refusal")
-    return {"type": "text", "text": text} if isinstance(text, str) else None
-
-
 def _image(block: dict) -> dict | None:
     image = block.get("image_url")
     url = image.get("url") if isinstance(image, dict) else None
@@ -189,7 +167,7 @@ def _file(block: dict) -> dict | None:
 
 
 #: Content block type → its UIMessage part (None drops the block).
-_READERS = {"text": _text, "refusal": _refusal, "image_url": _image, "input_audio": _audio, "file": _file}
+_READERS = {"text": W.text_block, "refusal": W.refusal_block, "image_url": _image, "input_audio": _audio, "file": _file}
 
 
 def from_openai_chat_messages(messages: Any, *, id: str | None = None) -> list[dict]:

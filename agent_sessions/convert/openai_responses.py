@@ -43,18 +43,6 @@ def to_openai_responses(messages: Any, *, system: str | None = None) -> list[dic
     return W.each_role(messages, _HANDLERS, [{"role": "system", "content": system}] if system else [])
 
 
-def _user(parts: list, items: list[dict]) -> None:
-    content = W.user_content(parts, "input_text", _file_block)
-    if content is not None:
-        items.append({"role": "user", "content": content})
-
-
-def _system(parts: list, items: list[dict]) -> None:
-    content = W.user_content(parts, "input_text", None)
-    if content is not None:
-        items.append({"role": "system", "content": content})
-
-
 def _file_block(part: dict, url: str) -> dict:
     media_type = P.file_media_type(part)
     if media_type.startswith("image/"):
@@ -111,7 +99,7 @@ def _assistant(parts: list, items: list[dict]) -> None:
 
 
 #: Role → the function appending that role's items.
-_HANDLERS = {"assistant": _assistant, "user": _user, "system": _system}
+_HANDLERS = W.openai_roles(_assistant, "input_text", _file_block)
 
 
 def from_openai_responses(items: Any, *, id: str | None = None) -> list[dict]:
@@ -163,16 +151,6 @@ def _reasoning_parts(item: dict) -> list[dict]:
     return [{"type": "reasoning", "text": s, "providerMetadata": {"openai": dict(meta)}} for s in summaries]
 
 
-def _text(block: dict) -> dict | None:
-    text = block.get("text")
-    return {"type": "text", "text": text} if isinstance(text, str) else None
-
-
-def _refusal(block: dict) -> dict | None:
-    text = block.get("refusal")
-    return {"type": "text", "text": text} if isinstance(text, str) else None
-
-
 def _image(block: dict) -> dict | None:
     url = block.get("image_url")
     return P.file_part(P.guess_media_type(url, "image/*"), url) if isinstance(url, str) else None
@@ -191,9 +169,9 @@ def _file(block: dict) -> dict | None:
 
 #: Content block type → its UIMessage part (None drops the block).
 _READERS = {
-    "input_text": _text,
-    "output_text": _text,
-    "refusal": _refusal,
+    "input_text": W.text_block,
+    "output_text": W.text_block,
+    "refusal": W.refusal_block,
     "input_image": _image,
     "input_file": _file,
 }
