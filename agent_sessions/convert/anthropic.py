@@ -128,18 +128,19 @@ def _assistant(parts: list, request: _Request) -> None:
             if type(text) is str and text:
                 blocks.append({"type": "text", "text": text})
         elif kind == "step-start":
-            if blocks:
-                _push(turns, "assistant", blocks)
-                blocks = []
-            if results:
-                _push(turns, "user", results)
-                results = []
+            if blocks or results:
+                _push_step(turns, blocks, results)
+                blocks, results = [], []
         elif kind == "reasoning":
-            meta = P.reasoning_meta(part, "anthropic")
-            if type(meta.get("signature")) is str:
+            meta = part.get("providerMetadata")
+            meta = meta.get("anthropic") if type(meta) is dict else None
+            if type(meta) is not dict:
+                continue
+            signature = meta.get("signature")
+            if type(signature) is str:
                 text = part.get("text")
                 blocks.append(
-                    {"type": "thinking", "thinking": text if type(text) is str else "", "signature": meta["signature"]}
+                    {"type": "thinking", "thinking": text if type(text) is str else "", "signature": signature}
                 )
             elif type(meta.get("redactedData")) is str:
                 blocks.append({"type": "redacted_thinking", "data": meta["redactedData"]})
@@ -162,9 +163,21 @@ def _assistant(parts: list, request: _Request) -> None:
                 if state == "output-error":
                     result["is_error"] = True
                 results.append(result)
+    if blocks or results:
+        _push_step(turns, blocks, results)
+
+
+def _push_step(turns: list[dict], blocks: list[dict], results: list[dict]) -> None:
+    """A step: its blocks as an assistant turn, then its tool results as a user turn (either may be empty).
+
+    One call per step on the hot path: after the step's own assistant turn, its results always open
+    a new user turn.
+    """
     if blocks:
         _push(turns, "assistant", blocks)
-    if results:
+        if results:
+            turns.append({"role": "user", "content": results})
+    elif results:
         _push(turns, "user", results)
 
 
