@@ -269,8 +269,10 @@ RESULT_STATES = frozenset({"output-available", "output-error"})
 """States of a tool part that holds the tool's result (its output or its error)."""
 
 
-def is_tool_part(part: dict) -> bool:
-    """A static ``tool-<name>`` or a ``dynamic-tool`` part with a ``toolCallId``."""
+def is_tool_part(part: Any) -> bool:
+    """A dict part of type ``tool-<name>`` or ``dynamic-tool`` with a string ``toolCallId``."""
+    if not isinstance(part, dict):
+        return False
     kind = part.get("type")
     if not isinstance(kind, str) or not isinstance(part.get("toolCallId"), str):
         return False

@@ -143,3 +143,36 @@ def test_the_fast_json_encoder_writes_what_json_dumps_writes(value):
     from agent_sessions.convert._parts import dumps
 
     assert dumps(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+tiny_and_huge_floats = (
+    st.floats(allow_nan=False, allow_infinity=False)
+    | st.floats(min_value=-1e-3, max_value=1e-3)
+    | st.floats(min_value=1e14, max_value=1e23)
+)
+
+
+@given(
+    st.recursive(
+        st.none() | st.integers() | tiny_and_huge_floats | st.text(max_size=8),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+        max_leaves=10,
+    )
+)
+@settings(max_examples=300, deadline=None)
+def test_the_encoder_matches_json_dumps_on_floats_nulls_and_big_integers(value):
+    """orjson (when installed) writes some floats and NaN differently; those fall back to json's text."""
+    import json
+
+    from agent_sessions.convert._parts import dumps
+
+    assert dumps(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), {1, 2}])
+def test_values_json_cannot_hold_are_refused_as_json_refuses_them(bad):
+    from agent_sessions.convert._parts import dumps, input_json
+
+    with pytest.raises((TypeError, ValueError)):
+        dumps({"x": [bad]})
+    assert input_json({"input": {"x": bad}}) == "{}"

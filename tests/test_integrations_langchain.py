@@ -4,17 +4,37 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import json
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, AIMessageChunk, ChatMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    ChatMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    message_to_dict,
+    messages_from_dict,
+)
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables import RunnableLambda
 from langchain_core.runnables.history import RunnableWithMessageHistory
 
 from agent_sessions import InvalidMessage, Session, SessionManager
-from agent_sessions.integrations.langchain import MESSAGE_KIND, DjangoChatMessageHistory, from_langchain, to_langchain
+from agent_sessions.integrations.langchain import (
+    _REBUILT,
+    MESSAGE_KIND,
+    DjangoChatMessageHistory,
+    _as_dumped,
+    from_langchain,
+    rebuild,
+    to_langchain,
+)
 from agent_sessions.models import Message, SessionRecord
 
 BASE = "/admin/agent_sessions"
@@ -267,3 +287,96 @@ def test_compact_keeps_tool_calls_and_results_together():
     results = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
     assert calls == results
     assert messages[-1] == conversation()[-1]
+
+
+# ── the read path skips validation only for dumps it would not change ──
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=8,
+)
+short = st.text(max_size=12)
+contents = short | st.lists(short | st.fixed_dictionaries({"type": st.just("text"), "text": short}), max_size=3)
+calls = st.lists(
+    st.builds(
+        lambda n, a, i: {"name": n, "args": a, "id": i, "type": "tool_call"},
+        short,
+        st.dictionaries(short, json_values, max_size=3),
+        st.none() | short,
+    ),
+    max_size=2,
+)
+common = {
+    "content": contents,
+    "id": st.none() | short,
+    "name": st.none() | short,
+    "additional_kwargs": st.dictionaries(short, json_values, max_size=2),
+}
+langchain_messages = st.one_of(
+    st.builds(HumanMessage, **common),
+    st.builds(SystemMessage, **common),
+    st.builds(
+        AIMessage,
+        **common,
+        tool_calls=calls,
+        invalid_tool_calls=st.lists(
+            st.builds(
+                lambda n, a, e: {"name": n, "args": a, "id": "bad", "error": e, "type": "invalid_tool_call"},
+                short,
+                short,
+                st.none() | short,
+            ),
+            max_size=1,
+        ),
+        usage_metadata=st.none() | st.just({"input_tokens": 3, "output_tokens": 4, "total_tokens": 7}),
+        response_metadata=st.dictionaries(short, json_values, max_size=2),
+    ),
+    st.builds(
+        ToolMessage, **common, tool_call_id=short, status=st.sampled_from(["success", "error"]), artifact=json_values
+    ),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(langchain_messages)
+def test_stored_messages_rebuild_without_validation_equal_to_validated_ones(message):
+    stored = json.loads(json.dumps(message_to_dict(message)))  # what a row holds
+    (validated,) = messages_from_dict([stored])
+    assert _as_dumped(_REBUILT[stored["type"]], stored["data"], stored["type"])  # the fast path is the one taken
+    rebuilt = rebuild(stored)
+    assert type(rebuilt) is type(validated)
+    assert rebuilt == validated
+    assert rebuilt.__dict__ == validated.__dict__
+    assert rebuilt.model_fields_set == validated.model_fields_set
+    assert to_langchain(from_langchain(message)) == [validated]
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda d: d.update(content=7),  # validation coerces or rejects; never taken as is
+        lambda d: d.update(extra_field=1),
+        lambda d: d.pop("id"),
+        lambda d: d.update(
+            tool_calls=[], additional_kwargs={"tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "{}"}}]}
+        ),
+        lambda d: d.update(tool_calls=[{"name": "f", "args": {}, "id": "c"}]),
+    ],
+)
+def test_edited_dumps_go_through_validation(edit):
+    stored = message_to_dict(AIMessage(content="x", tool_calls=[{"name": "f", "args": {}, "id": "c"}]))
+    edit(stored["data"])
+    assert not _as_dumped(AIMessage, stored["data"], "ai")
+    try:
+        expected = messages_from_dict([stored])[0]
+    except Exception as error:  # noqa: BLE001 - whatever validation raises, the read raises too
+        with pytest.raises(type(error)):
+            rebuild(stored)
+    else:
+        assert rebuild(stored) == expected
+
+
+def test_chunks_and_other_kinds_are_read_by_langchain_itself():
+    for message in [AIMessageChunk(content="part"), ChatMessage(content="x", role="critic")]:
+        stored = message_to_dict(message)
+        assert rebuild(stored) == messages_from_dict([stored])[0]

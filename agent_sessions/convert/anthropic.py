@@ -37,6 +37,7 @@ from typing import Any
 
 from ..exceptions import InvalidMessage
 from . import _parts as P
+from . import _walk as W
 
 _IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 
@@ -47,60 +48,54 @@ def to_anthropic(messages: Any, *, system: str | None = None) -> dict:
     ``system`` (e.g. the session's frozen prompt) comes first in ``system``, before the
     texts of ``system`` UIMessages.
     """
-    system_texts: list[str] = [system] if system else []
-    turns: list[dict] = []
-
-    def push(role: str, blocks: list[dict]) -> None:
-        if not blocks:
-            return
-        if turns and turns[-1]["role"] == role:
-            turns[-1]["content"].extend(blocks)
-        else:
-            turns.append({"role": role, "content": blocks})
-
-    for message in P.iter_messages(messages):
-        role = message.get("role")
-        parts = message.get("parts")
-        if type(parts) is not list:
-            continue
-        if role == "assistant":
-            _assistant(parts, push)
-        elif role == "user":
-            text = P.only_text(parts)
-            if text:
-                push("user", [{"type": "text", "text": text}])
-            else:
-                push("user", [b for b in (_user_block(p) for p in parts if type(p) is dict) if b is not None])
-        elif role == "system":
-            system_texts.extend(t for t in P.texts(p for p in parts if type(p) is dict) if t)
-    request: dict = {"messages": turns}
-    if system_texts:
-        request = {"system": "\n\n".join(system_texts), **request}
-    return request
+    request = W.each_role(messages, _HANDLERS, _Request([system] if system else []))
+    if request.system:
+        return {"system": "\n\n".join(request.system), "messages": request.turns}
+    return {"messages": request.turns}
 
 
-def _user_block(part: dict) -> dict | None:
-    kind = part.get("type")
-    if kind == "text":
-        text = part.get("text")
-        return {"type": "text", "text": text} if isinstance(text, str) and text else None
-    if kind != "file" or not isinstance(part.get("url"), str) or not part["url"]:
-        return None
-    url, media_type = part["url"], P.file_media_type(part)
+class _Request:
+    """What ``to_anthropic`` fills: the system texts and the turns."""
+
+    __slots__ = ("system", "turns")
+
+    def __init__(self, system: list[str]) -> None:
+        self.system = system
+        self.turns: list[dict] = []
+
+
+def _user(parts: list, request: _Request) -> None:
+    text = P.only_text(parts)
+    blocks = (
+        [{"type": "text", "text": text}] if text else W.content_blocks(parts, "text", _file_block, empty_text=False)
+    )
+    if blocks:
+        _push(request.turns, "user", blocks)
+
+
+def _system(parts: list, request: _Request) -> None:
+    request.system.extend(block["text"] for block in W.content_blocks(parts, "text", None, empty_text=False))
+
+
+def _push(turns: list[dict], role: str, blocks: list[dict]) -> None:
+    """Append a turn of non-empty ``blocks``, merged into the last turn when it has the same role."""
+    if turns and turns[-1]["role"] == role:
+        turns[-1]["content"].extend(blocks)
+    else:
+        turns.append({"role": role, "content": blocks})
+
+
+def _file_block(part: dict, url: str) -> dict | None:
+    media_type = P.file_media_type(part)
     inline = P.split_data_url(url)
-    if media_type in _IMAGE_TYPES:
+    if media_type in _IMAGE_TYPES or media_type == "application/pdf":
         source = (
             {"type": "url", "url": url}
             if inline is None
             else {"type": "base64", "media_type": media_type, "data": inline[1]}
         )
-        return {"type": "image", "source": source}
-    if media_type == "application/pdf":
-        source = (
-            {"type": "url", "url": url}
-            if inline is None
-            else {"type": "base64", "media_type": media_type, "data": inline[1]}
-        )
+        if media_type != "application/pdf":
+            return {"type": "image", "source": source}
     elif media_type == "text/plain" and inline is not None:
         source = {"type": "text", "media_type": "text/plain", "data": _decode_text(inline[1])}
     else:
@@ -119,8 +114,9 @@ def _encode_text(text: str) -> str:
     return base64.b64encode(text.encode("utf-8")).decode("ascii")
 
 
-def _assistant(parts: list, push: Any) -> None:
+def _assistant(parts: list, request: _Request) -> None:
     """Push each step's blocks as an assistant turn and its tool results as a user turn."""
+    turns = request.turns
     blocks: list[dict] = []
     results: list[dict] = []
     for part in parts:
@@ -132,19 +128,23 @@ def _assistant(parts: list, push: Any) -> None:
             if type(text) is str and text:
                 blocks.append({"type": "text", "text": text})
         elif kind == "step-start":
-            push("assistant", blocks)
-            push("user", results)
-            blocks, results = [], []
+            if blocks or results:
+                _push_step(turns, blocks, results)
+                blocks, results = [], []
         elif kind == "reasoning":
-            meta = P.reasoning_meta(part, "anthropic")
-            if type(meta.get("signature")) is str:
+            meta = part.get("providerMetadata")
+            meta = meta.get("anthropic") if type(meta) is dict else None
+            if type(meta) is not dict:
+                continue
+            signature = meta.get("signature")
+            if type(signature) is str:
                 text = part.get("text")
                 blocks.append(
-                    {"type": "thinking", "thinking": text if type(text) is str else "", "signature": meta["signature"]}
+                    {"type": "thinking", "thinking": text if type(text) is str else "", "signature": signature}
                 )
             elif type(meta.get("redactedData")) is str:
                 blocks.append({"type": "redacted_thinking", "data": meta["redactedData"]})
-        elif kind not in _NOT_TOOLS:
+        else:
             found = P.sent_call(part)
             if found is None:
                 continue
@@ -163,11 +163,26 @@ def _assistant(parts: list, push: Any) -> None:
                 if state == "output-error":
                     result["is_error"] = True
                 results.append(result)
-    push("assistant", blocks)
-    push("user", results)
+    if blocks or results:
+        _push_step(turns, blocks, results)
 
 
-_NOT_TOOLS = frozenset({"file", "source-url", "source-document"})
+def _push_step(turns: list[dict], blocks: list[dict], results: list[dict]) -> None:
+    """A step: its blocks as an assistant turn, then its tool results as a user turn (either may be empty).
+
+    One call per step on the hot path: after the step's own assistant turn, its results always open
+    a new user turn.
+    """
+    if blocks:
+        _push(turns, "assistant", blocks)
+        if results:
+            turns.append({"role": "user", "content": results})
+    elif results:
+        _push(turns, "user", results)
+
+
+#: Role → the function filling the request from that role's messages.
+_HANDLERS = {"assistant": _assistant, "user": _user, "system": _system}
 
 
 def from_anthropic(message: Any, *, id: str | None = None) -> dict:
@@ -181,54 +196,66 @@ def from_anthropic(message: Any, *, id: str | None = None) -> dict:
     role = data.get("role")
     if role not in ("user", "assistant"):
         raise InvalidMessage(f"cannot convert an Anthropic message with role {role!r}")
-    parts = [p for p in (_part(b) for b in _blocks(data.get("content"))) if p is not None]
-    return P.ui_message(id or P.new_message_id(), role, parts)
+    return P.ui_message(id or P.new_message_id(), role, W.read_blocks(data.get("content"), _READERS))
 
 
-def _blocks(content: Any) -> list[dict]:
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    return [b for b in P.as_list(content) if isinstance(b, dict)]
+def _thinking(block: dict) -> dict:
+    signature = str(block.get("signature") or "")
+    return {
+        "type": "reasoning",
+        "text": str(block.get("thinking") or ""),
+        "providerMetadata": {"anthropic": {"signature": signature}},
+    }
 
 
-def _part(block: dict) -> dict | None:
-    kind = block.get("type")
-    if kind == "text" and isinstance(block.get("text"), str):
-        return {"type": "text", "text": block["text"]}
-    if kind == "thinking":
-        return {
-            "type": "reasoning",
-            "text": str(block.get("thinking") or ""),
-            "providerMetadata": {"anthropic": {"signature": str(block.get("signature") or "")}},
-        }
-    if kind == "redacted_thinking":
-        return {
-            "type": "reasoning",
-            "text": "",
-            "providerMetadata": {"anthropic": {"redactedData": str(block.get("data") or "")}},
-        }
-    if kind == "tool_use" and isinstance(block.get("id"), str):
-        return P.tool_part(str(block.get("name") or ""), block["id"], block.get("input", {}))
-    if kind in ("image", "document") and isinstance(block.get("source"), dict):
-        return _file_from_source(kind, block["source"], block.get("title"))
-    return None
+def _redacted_thinking(block: dict) -> dict:
+    data = str(block.get("data") or "")
+    return {"type": "reasoning", "text": "", "providerMetadata": {"anthropic": {"redactedData": data}}}
 
 
-def _file_from_source(kind: str, source: dict, title: Any) -> dict | None:
-    filename = title if isinstance(title, str) else None
+def _tool_use(block: dict) -> dict | None:
+    call_id = block.get("id")
+    return (
+        P.tool_part(str(block.get("name") or ""), call_id, block.get("input", {})) if isinstance(call_id, str) else None
+    )
+
+
+def _image(block: dict) -> dict | None:
+    return _file_from_source(block.get("source"), image=True)
+
+
+def _document(block: dict) -> dict | None:
+    title = block.get("title")
+    return _file_from_source(block.get("source"), filename=title if isinstance(title, str) else None)
+
+
+def _file_from_source(source: Any, *, image: bool = False, filename: str | None = None) -> dict | None:
+    if not isinstance(source, dict):
+        return None
     source_type = source.get("type")
     if source_type == "base64":
         media_type = str(source.get("media_type") or "application/octet-stream")
         url = P.data_url(media_type, str(source.get("data") or ""))
     elif source_type == "url" and isinstance(source.get("url"), str):
         url = source["url"]
-        media_type = P.guess_media_type(url, "image/*") if kind == "image" else "application/pdf"
+        media_type = P.guess_media_type(url, "image/*") if image else "application/pdf"
     elif source_type == "text" and isinstance(source.get("data"), str):
         media_type = "text/plain"
         url = P.data_url(media_type, _encode_text(source["data"]))
     else:
         return None
-    return P.file_part(media_type, url, None if kind == "image" else filename)
+    return P.file_part(media_type, url, filename)
+
+
+#: Content block type → its UIMessage part (None drops the block); ``tool_result`` is read apart.
+_READERS = {
+    "text": W.text_block,
+    "thinking": _thinking,
+    "redacted_thinking": _redacted_thinking,
+    "tool_use": _tool_use,
+    "image": _image,
+    "document": _document,
+}
 
 
 def from_anthropic_messages(request: Any, *, id: str | None = None) -> list[dict]:
@@ -241,54 +268,35 @@ def from_anthropic_messages(request: Any, *, id: str | None = None) -> list[dict
     """
     data = P.as_dict(request)
     turns = data.get("messages") if isinstance(data, dict) else data
-    ids = P.message_ids(id)
-    out: list[dict] = []
+    transcript = W.Transcript(id)
     system = data.get("system") if isinstance(data, dict) else None
     if isinstance(system, list):
         system = "\n\n".join(b.get("text", "") for b in P.as_list(system) if isinstance(b, dict))
     if isinstance(system, str) and system:
-        out.append(P.ui_message(next(ids), "system", [{"type": "text", "text": system}]))
-    run: list[list[dict]] | None = None
-
-    def close_run() -> None:
-        nonlocal run
-        if run is not None:
-            out.append(P.ui_message(next(ids), "assistant", P.join_steps(run)))
-            run = None
-
+        transcript.add("system", [{"type": "text", "text": system}])
     for turn in P.as_list(turns):
         if not isinstance(turn, dict):
             continue
-        blocks = _blocks(turn.get("content"))
-        if turn.get("role") == "assistant":
-            run = [*(run or []), [p for p in (_part(b) for b in blocks) if p is not None]]
-            continue
-        if turn.get("role") != "user":
-            continue
-        rest = []
-        for block in blocks:
-            if block.get("type") == "tool_result":
-                if run is not None:
-                    _attach_result(run, block)
-            else:
-                rest.append(block)
-        parts = [p for p in (_part(b) for b in rest) if p is not None]
-        if parts:
-            close_run()
-            out.append(P.ui_message(next(ids), "user", parts))
-    close_run()
-    return out
+        role, content = turn.get("role"), turn.get("content")
+        if role == "assistant":
+            transcript.new_step().extend(W.read_blocks(content, _READERS))
+        elif role == "user":
+            if not isinstance(content, str):
+                content = [block for block in P.as_list(content) if not _is_result(block, transcript)]
+            parts = W.read_blocks(content, _READERS)
+            if parts:
+                transcript.add("user", parts)
+    return transcript.done()
 
 
-def _attach_result(run: list[list[dict]], block: dict) -> None:
-    content = block.get("content")
-    text = (
-        content
-        if isinstance(content, str)
-        else "".join(b.get("text", "") for b in _blocks(content) if b.get("type") == "text")
-    )
-    for step in reversed(run):
-        for index, part in enumerate(step):
-            if P.is_tool_part(part) and part["toolCallId"] == block.get("tool_use_id"):
-                step[index] = P.with_result(part, text, error=bool(block.get("is_error")))
-                return
+def _is_result(block: Any, transcript: W.Transcript) -> bool:
+    """Whether ``block`` is a ``tool_result``; one is put into its call's part in the open run."""
+    if not isinstance(block, dict) or block.get("type") != "tool_result":
+        return False
+    if transcript.run is not None:
+        text = W.text_of(block.get("content"), _RESULT_READERS)
+        transcript.attach(block.get("tool_use_id"), text, error=bool(block.get("is_error")))
+    return True
+
+
+_RESULT_READERS = {"text": lambda block: {"type": "text", "text": str(block.get("text", ""))}}

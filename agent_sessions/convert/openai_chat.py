@@ -36,6 +36,7 @@ from typing import Any
 
 from ..exceptions import InvalidMessage
 from . import _parts as P
+from . import _walk as W
 
 _AUDIO_FORMATS = {
     "audio/wav": "wav",
@@ -49,25 +50,7 @@ _AUDIO_TYPES = {"wav": "audio/wav", "mp3": "audio/mpeg"}
 
 def to_openai_chat(messages: Any, *, system: str | None = None) -> list[dict]:
     """Chat Completions ``messages`` for UIMessages (``system`` first when given)."""
-    out: list[dict] = [{"role": "system", "content": system}] if system else []
-    for message in P.iter_messages(messages):
-        role = message.get("role")
-        parts = message.get("parts")
-        if type(parts) is not list:
-            continue
-        if role == "assistant":
-            _assistant(parts, out)
-        elif role == "user":
-            content: str | list[dict] | None = P.only_text(parts)
-            if content is None:
-                content = _user_content([p for p in parts if type(p) is dict])
-            if content is not None:
-                out.append({"role": "user", "content": content})
-        elif role == "system":
-            content = _text_content(P.texts(p for p in parts if type(p) is dict))
-            if content is not None:
-                out.append({"role": "system", "content": content})
-    return out
+    return W.each_role(messages, _HANDLERS, [{"role": "system", "content": system}] if system else [])
 
 
 def _assistant(parts: list, out: list[dict]) -> None:
@@ -87,7 +70,7 @@ def _assistant(parts: list, out: list[dict]) -> None:
             if texts or calls:
                 _flush_step(out, texts, calls, results)
                 texts, calls, results = [], [], []
-        elif kind not in _NOT_TOOLS:
+        elif kind != "reasoning":
             found = P.sent_call(part)
             if found is None:
                 continue
@@ -101,48 +84,21 @@ def _assistant(parts: list, out: list[dict]) -> None:
         _flush_step(out, texts, calls, results)
 
 
-_NOT_TOOLS = frozenset({"reasoning", "file", "source-url", "source-document"})
-
-
 def _flush_step(out: list[dict], texts: list[str], calls: list[dict], results: list[dict]) -> None:
-    message: dict = {"role": "assistant"}
     if texts:
-        message["content"] = texts[0] if len(texts) == 1 else [{"type": "text", "text": t} for t in texts]
-    if calls:
-        message["tool_calls"] = calls
-    out.append(message)
-    out.extend(results)
+        content = texts[0] if len(texts) == 1 else [{"type": "text", "text": t} for t in texts]
+        out.append(
+            {"role": "assistant", "content": content, "tool_calls": calls}
+            if calls
+            else {"role": "assistant", "content": content}
+        )
+    else:
+        out.append({"role": "assistant", "tool_calls": calls})
+    if results:
+        out.extend(results)
 
 
-def _text_content(text_list: list[str]) -> str | list[dict] | None:
-    if not text_list:
-        return None
-    if len(text_list) == 1:
-        return text_list[0]
-    return [{"type": "text", "text": t} for t in text_list]
-
-
-def _user_content(parts: list[dict]) -> str | list[dict] | None:
-    blocks: list[dict] = []
-    for part in parts:
-        kind = part.get("type")
-        if kind == "text" and isinstance(part.get("text"), str):
-            blocks.append({"type": "text", "text": part["text"]})
-        elif kind == "file":
-            block = _file_block(part)
-            if block is not None:
-                blocks.append(block)
-    if not blocks:
-        return None
-    if len(blocks) == 1 and blocks[0]["type"] == "text":
-        return blocks[0]["text"]
-    return blocks
-
-
-def _file_block(part: dict) -> dict | None:
-    url = part.get("url")
-    if not isinstance(url, str) or not url:
-        return None
+def _file_block(part: dict, url: str) -> dict | None:
     media_type = P.file_media_type(part)
     if media_type.startswith("image/"):
         return {"type": "image_url", "image_url": {"url": url}}
@@ -155,6 +111,10 @@ def _file_block(part: dict) -> dict | None:
     if isinstance(part.get("filename"), str) and part["filename"]:
         file["filename"] = part["filename"]
     return {"type": "file", "file": file}
+
+
+#: Role → the function appending that role's messages.
+_HANDLERS = W.openai_roles(_assistant, "text", _file_block)
 
 
 def from_openai_chat(message: Any, *, id: str | None = None) -> dict:
@@ -173,7 +133,8 @@ def from_openai_chat(message: Any, *, id: str | None = None) -> dict:
         role = "system"
     if role not in ("system", "user", "assistant"):
         raise InvalidMessage(f"cannot convert a Chat Completions message with role {role!r} on its own")
-    parts = _content_parts(data.get("content"))
+    content = data.get("content")
+    parts = [] if content is None else W.read_blocks(content, _READERS)
     if isinstance(data.get("refusal"), str) and data["refusal"]:
         parts.append({"type": "text", "text": data["refusal"]})
     for call in P.as_list(data.get("tool_calls")):
@@ -185,34 +146,30 @@ def from_openai_chat(message: Any, *, id: str | None = None) -> dict:
     return P.ui_message(id or P.new_message_id(), role, parts)
 
 
-def _content_parts(content: Any) -> list[dict]:
-    if content is None:
-        return []
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    parts: list[dict] = []
-    for block in P.as_list(content):
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
-        if kind == "text" and isinstance(block.get("text"), str):
-            parts.append({"type": "text", "text": block["text"]})
-        elif kind == "refusal" and isinstance(block.get("refusal"), str):
-            parts.append({"type": "text", "text": block["refusal"]})
-        elif kind == "image_url" and isinstance(block.get("image_url"), dict):
-            url = block["image_url"].get("url")
-            if isinstance(url, str):
-                parts.append(P.file_part(P.guess_media_type(url, "image/*"), url))
-        elif kind == "input_audio" and isinstance(block.get("input_audio"), dict):
-            audio = block["input_audio"]
-            media_type = _AUDIO_TYPES.get(str(audio.get("format")), "audio/*")
-            parts.append(P.file_part(media_type, P.data_url(media_type, str(audio.get("data", "")))))
-        elif kind == "file" and isinstance(block.get("file"), dict):
-            file = block["file"]
-            inline = P.split_data_url(file.get("file_data", ""))
-            if inline is not None:
-                parts.append(P.file_part(inline[0], P.data_url(*inline), file.get("filename")))
-    return parts
+def _image(block: dict) -> dict | None:
+    image = block.get("image_url")
+    url = image.get("url") if isinstance(image, dict) else None
+    return P.file_part(P.guess_media_type(url, "image/*"), url) if isinstance(url, str) else None
+
+
+def _audio(block: dict) -> dict | None:
+    audio = block.get("input_audio")
+    if not isinstance(audio, dict):
+        return None
+    media_type = _AUDIO_TYPES.get(str(audio.get("format")), "audio/*")
+    return P.file_part(media_type, P.data_url(media_type, str(audio.get("data", ""))))
+
+
+def _file(block: dict) -> dict | None:
+    file = block.get("file")
+    if not isinstance(file, dict):
+        return None
+    inline = P.split_data_url(file.get("file_data", ""))
+    return None if inline is None else P.file_part(inline[0], P.data_url(*inline), file.get("filename"))
+
+
+#: Content block type → its UIMessage part (None drops the block).
+_READERS = {"text": W.text_block, "refusal": W.refusal_block, "image_url": _image, "input_audio": _audio, "file": _file}
 
 
 def from_openai_chat_messages(messages: Any, *, id: str | None = None) -> list[dict]:
@@ -222,43 +179,16 @@ def from_openai_chat_messages(messages: Any, *, id: str | None = None) -> list[d
     step per assistant message; ``tool`` results land in their call's part. Ids are
     ``id``, ``id-1``, ... (fresh ones when ``id`` is None).
     """
-    ids = P.message_ids(id)
-    out: list[dict] = []
-    run: list[list[dict]] | None = None  # steps of the current assistant run
-
-    def close_run() -> None:
-        nonlocal run
-        if run is not None:
-            out.append(P.ui_message(next(ids), "assistant", P.join_steps(run)))
-            run = None
-
+    transcript = W.Transcript(id)
     for item in P.as_list(messages):
         if not isinstance(item, dict):
             continue
         role = item.get("role")
         if role == "assistant":
-            step = from_openai_chat(item, id="_")["parts"]
-            run = [*(run or []), step]
+            transcript.new_step().extend(from_openai_chat(item, id="_")["parts"])
         elif role == "tool":
-            if run is not None:
-                _attach_result(run, item.get("tool_call_id"), _tool_content(item.get("content")))
+            if transcript.run is not None:
+                transcript.attach(item.get("tool_call_id"), W.text_of(item.get("content"), _READERS))
         elif role in ("system", "developer", "user"):
-            close_run()
-            converted = from_openai_chat(item, id=next(ids))
-            out.append(converted)
-    close_run()
-    return out
-
-
-def _tool_content(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    return "".join(P.texts(_content_parts(content)))
-
-
-def _attach_result(run: list[list[dict]], call_id: Any, text: str) -> None:
-    for step in reversed(run):
-        for index, part in enumerate(step):
-            if P.is_tool_part(part) and part["toolCallId"] == call_id:
-                step[index] = P.with_result(part, text)
-                return
+            transcript.messages.append(from_openai_chat(item, id=transcript.next_id()))
+    return transcript.done()

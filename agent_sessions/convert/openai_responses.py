@@ -35,48 +35,15 @@ from __future__ import annotations
 from typing import Any
 
 from . import _parts as P
+from . import _walk as W
 
 
 def to_openai_responses(messages: Any, *, system: str | None = None) -> list[dict]:
     """Responses API ``input`` items for UIMessages (a ``system`` message first when given)."""
-    items: list[dict] = [{"role": "system", "content": system}] if system else []
-    for message in P.iter_messages(messages):
-        role = message.get("role")
-        parts = message.get("parts")
-        if type(parts) is not list:
-            continue
-        if role == "assistant":
-            _assistant(parts, items)
-        elif role in ("system", "user"):
-            content: str | list[dict] | None = P.only_text(parts)
-            if content is None:
-                content = _input_content([p for p in parts if type(p) is dict], files=role == "user")
-            if content is not None:
-                items.append({"role": role, "content": content})
-    return items
+    return W.each_role(messages, _HANDLERS, [{"role": "system", "content": system}] if system else [])
 
 
-def _input_content(parts: list[dict], *, files: bool) -> str | list[dict] | None:
-    blocks: list[dict] = []
-    for part in parts:
-        kind = part.get("type")
-        if kind == "text" and isinstance(part.get("text"), str):
-            blocks.append({"type": "input_text", "text": part["text"]})
-        elif kind == "file" and files:
-            block = _file_block(part)
-            if block is not None:
-                blocks.append(block)
-    if not blocks:
-        return None
-    if len(blocks) == 1 and blocks[0]["type"] == "input_text":
-        return blocks[0]["text"]
-    return blocks
-
-
-def _file_block(part: dict) -> dict | None:
-    url = part.get("url")
-    if not isinstance(url, str) or not url:
-        return None
+def _file_block(part: dict, url: str) -> dict:
     media_type = P.file_media_type(part)
     if media_type.startswith("image/"):
         return {"type": "input_image", "image_url": url, "detail": "auto"}
@@ -120,7 +87,7 @@ def _assistant(parts: list, items: list[dict]) -> None:
             encrypted = meta.get("reasoningEncryptedContent")
             if type(encrypted) is str and "encrypted_content" not in reasoning:
                 reasoning["encrypted_content"] = encrypted
-        elif kind not in _NOT_TOOLS:
+        else:
             found = P.sent_call(part)
             if found is None:
                 continue
@@ -131,7 +98,8 @@ def _assistant(parts: list, items: list[dict]) -> None:
     items.extend(results)
 
 
-_NOT_TOOLS = frozenset({"file", "source-url", "source-document"})
+#: Role → the function appending that role's items.
+_HANDLERS = W.openai_roles(_assistant, "input_text", _file_block)
 
 
 def from_openai_responses(items: Any, *, id: str | None = None) -> list[dict]:
@@ -144,25 +112,14 @@ def from_openai_responses(items: Any, *, id: str | None = None) -> list[dict]:
     whole = P.as_dict(items)
     if isinstance(whole, dict) and whole.get("object") == "response":
         items = whole.get("output") or []  # a whole Response: its output items
-    ids = P.message_ids(id)
-    out: list[dict] = []
-    run: list[list[dict]] | None = None
-    after_results = False
-
-    def close_run() -> None:
-        nonlocal run
-        if run is not None:
-            out.append(P.ui_message(next(ids), "assistant", P.join_steps(run)))
-            run = None
+    transcript = W.Transcript(id)
+    after_results = False  # the next assistant-side item starts a new step
 
     def assistant_parts() -> list[dict]:
-        nonlocal run, after_results
-        if run is None:
-            run = [[]]
-        elif after_results:
-            run.append([])
+        nonlocal after_results
+        step = transcript.new_step() if after_results else transcript.last_step()
         after_results = False
-        return run[-1]
+        return step
 
     for item in P.as_list(items):
         if not isinstance(item, dict):
@@ -170,12 +127,9 @@ def from_openai_responses(items: Any, *, id: str | None = None) -> list[dict]:
         kind = item.get("type", "message")
         role = item.get("role")
         if kind == "message" and role in ("system", "developer", "user"):
-            close_run()
-            out.append(
-                P.ui_message(next(ids), "user" if role == "user" else "system", _content_parts(item.get("content")))
-            )
+            transcript.add("user" if role == "user" else "system", W.read_blocks(item.get("content"), _READERS))
         elif kind == "message" and role == "assistant":
-            assistant_parts().extend(_content_parts(item.get("content")))
+            assistant_parts().extend(W.read_blocks(item.get("content"), _READERS))
         elif kind == "reasoning" and isinstance(item.get("id"), str):
             assistant_parts().extend(_reasoning_parts(item))
         elif kind == "function_call" and isinstance(item.get("call_id"), str):
@@ -184,12 +138,11 @@ def from_openai_responses(items: Any, *, id: str | None = None) -> list[dict]:
             )
         elif (
             kind == "function_call_output"
-            and run is not None
-            and _attach_result(run, item.get("call_id"), _output_text(item.get("output")))
+            and transcript.run is not None
+            and transcript.attach(item.get("call_id"), W.text_of(item.get("output"), _READERS))
         ):
             after_results = True
-    close_run()
-    return out
+    return transcript.done()
 
 
 def _reasoning_parts(item: dict) -> list[dict]:
@@ -201,42 +154,27 @@ def _reasoning_parts(item: dict) -> list[dict]:
     return [{"type": "reasoning", "text": s, "providerMetadata": {"openai": dict(meta)}} for s in summaries]
 
 
-def _content_parts(content: Any) -> list[dict]:
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    parts: list[dict] = []
-    for block in P.as_list(content):
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
-        if kind in ("input_text", "output_text") and isinstance(block.get("text"), str):
-            parts.append({"type": "text", "text": block["text"]})
-        elif kind == "refusal" and isinstance(block.get("refusal"), str):
-            parts.append({"type": "text", "text": block["refusal"]})
-        elif kind == "input_image" and isinstance(block.get("image_url"), str):
-            url = block["image_url"]
-            parts.append(P.file_part(P.guess_media_type(url, "image/*"), url))
-        elif kind == "input_file":
-            filename = block.get("filename")
-            inline = P.split_data_url(block.get("file_data", ""))
-            if inline is not None:
-                parts.append(P.file_part(inline[0], P.data_url(*inline), filename))
-            elif isinstance(block.get("file_url"), str):
-                url = block["file_url"]
-                parts.append(P.file_part(P.guess_media_type(url, "application/octet-stream"), url, filename))
-    return parts
+def _image(block: dict) -> dict | None:
+    url = block.get("image_url")
+    return P.file_part(P.guess_media_type(url, "image/*"), url) if isinstance(url, str) else None
 
 
-def _output_text(output: Any) -> str:
-    if isinstance(output, str):
-        return output
-    return "".join(P.texts(_content_parts(output)))
+def _file(block: dict) -> dict | None:
+    filename = block.get("filename")
+    inline = P.split_data_url(block.get("file_data", ""))
+    if inline is not None:
+        return P.file_part(inline[0], P.data_url(*inline), filename)
+    url = block.get("file_url")
+    if isinstance(url, str):
+        return P.file_part(P.guess_media_type(url, "application/octet-stream"), url, filename)
+    return None
 
 
-def _attach_result(run: list[list[dict]], call_id: Any, text: str) -> bool:
-    for step in reversed(run):
-        for index, part in enumerate(step):
-            if P.is_tool_part(part) and part["toolCallId"] == call_id:
-                step[index] = P.with_result(part, text)
-                return True
-    return False
+#: Content block type → its UIMessage part (None drops the block).
+_READERS = {
+    "input_text": W.text_block,
+    "output_text": W.text_block,
+    "refusal": W.refusal_block,
+    "input_image": _image,
+    "input_file": _file,
+}

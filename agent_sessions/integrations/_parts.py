@@ -1,10 +1,32 @@
-"""UIMessage part shapes shared by the adapters (AI SDK ``UIMessage`` conventions)."""
+"""UIMessage part shapes shared by the adapters (AI SDK ``UIMessage`` conventions).
+
+Reading parts (tool names, tool-part tests, texts, JSON arguments) is the converters' job:
+those helpers live in :mod:`agent_sessions.convert._parts` and are re-exported here.
+"""
 
 from __future__ import annotations
 
 import json
 import uuid
 from typing import Any
+
+from ..convert._parts import is_tool_part, parse_json, texts, tool_name
+
+__all__ = [
+    "as_json_text",
+    "data_part",
+    "find_data",
+    "is_tool_part",
+    "known_call_names",
+    "new_id",
+    "parse_json",
+    "reasoning_part",
+    "text_part",
+    "texts",
+    "tool_call_part",
+    "tool_name",
+    "tool_result_part",
+]
 
 
 def new_id(prefix: str) -> str:
@@ -55,41 +77,9 @@ def find_data(message: dict, kind: str) -> tuple[bool, Any]:
     return False, None
 
 
-def parse_json(text: Any) -> Any:
-    """Tool arguments as JSON when they parse, else the string unchanged."""
-    if not isinstance(text, str):
-        return text
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
-
-
 def as_json_text(value: Any) -> str:
     """A value as the string a model reads (strings unchanged, the rest as JSON)."""
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-def tool_name(part: dict) -> str:
-    """The tool name of a UIMessage tool part (``toolName`` or the ``tool-<name>`` type)."""
-    name = part.get("toolName")
-    kind = str(part.get("type") or "")
-    if not name and kind.startswith("tool-") and kind not in {"tool-call", "tool-result", "tool-invocation"}:
-        name = kind[5:]
-    return str(name or "tool")
-
-
-def is_tool_part(part: Any) -> bool:
-    return isinstance(part, dict) and isinstance(part.get("toolCallId"), str)
-
-
-def texts(message: dict) -> list[str]:
-    """The ``text`` of the message's text parts, in order."""
-    return [
-        p["text"]
-        for p in message.get("parts") or []
-        if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
-    ]
 
 
 def known_call_names(history: list[dict]) -> dict[str, str]:
@@ -98,5 +88,5 @@ def known_call_names(history: list[dict]) -> dict[str, str]:
     for message in history:
         for part in message.get("parts") or []:
             if is_tool_part(part):
-                names[part["toolCallId"]] = tool_name(part)
+                names[part["toolCallId"]] = tool_name(part, "tool")
     return names

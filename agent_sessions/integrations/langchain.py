@@ -145,7 +145,7 @@ def to_langchain(message: dict) -> list[BaseMessage]:
     """
     found, stored = find_data(message, MESSAGE_KIND)
     if found:
-        return messages_from_dict([stored])
+        return [rebuild(stored)]
     role, mid = message.get("role"), message.get("id")
     text = "\n".join(texts(message))
     tool_parts = [p for p in message.get("parts") or [] if is_tool_part(p)]
@@ -157,7 +157,7 @@ def to_langchain(message: dict) -> list[BaseMessage]:
     elif role != "tool":
         calls = [
             {
-                "name": tool_name(p),
+                "name": tool_name(p, "tool"),
                 "args": _args(p.get("input", p.get("args"))),
                 "id": p["toolCallId"],
                 "type": "tool_call",
@@ -172,14 +172,77 @@ def to_langchain(message: dict) -> list[BaseMessage]:
                 ToolMessage(
                     content=str(part["errorText"]),
                     tool_call_id=part["toolCallId"],
-                    name=tool_name(part),
+                    name=tool_name(part, "tool"),
                     status="error",
                 )
             )
         elif "output" in part or "result" in part:
             output = as_json_text(part.get("output", part.get("result")))
-            out.append(ToolMessage(content=output, tool_call_id=part["toolCallId"], name=tool_name(part)))
+            out.append(ToolMessage(content=output, tool_call_id=part["toolCallId"], name=tool_name(part, "tool")))
     return out
+
+
+def rebuild(stored: Any) -> BaseMessage:
+    """The LangChain message of a stored ``{"type", "data"}`` dict, equal to what ``messages_from_dict`` gives.
+
+    A dump this adapter wrote (``message_to_dict`` of a validated message: every field present,
+    of its declared type, tool calls already normalised) is rebuilt with ``model_construct``,
+    skipping pydantic validation and LangChain's validators, which would change nothing and cost
+    three quarters of the read. Anything else, edited rows included, goes through
+    ``messages_from_dict`` and its validation (and errors).
+    """
+    if isinstance(stored, dict):
+        cls = _REBUILT.get(str(stored.get("type")))
+        data = stored.get("data")
+        if cls is not None and isinstance(data, dict) and _as_dumped(cls, data, stored["type"]):
+            return cls.model_construct(**data)
+    return messages_from_dict([stored])[0]
+
+
+_REBUILT: dict[str, type[BaseMessage]] = {
+    "human": HumanMessage,
+    "ai": AIMessage,
+    "system": SystemMessage,
+    "tool": ToolMessage,
+}
+_FIELDS = {cls: frozenset(cls.model_fields) for cls in _REBUILT.values()}
+_CALL_KEYS = frozenset({"name", "args", "id", "type"})
+_INVALID_CALL_KEYS = frozenset({"name", "args", "id", "error", "type"})
+
+
+def _as_dumped(cls: type[BaseMessage], data: dict, kind: str) -> bool:
+    """Whether ``data`` has exactly the shape ``model_dump`` gives, so validation would be a no-op."""
+    if data.keys() != _FIELDS[cls] or data["type"] != kind:
+        return False
+    content, name, message_id = data["content"], data["name"], data["id"]
+    if type(content) is not str and not (type(content) is list and all(isinstance(c, str | dict) for c in content)):
+        return False
+    if type(data["additional_kwargs"]) is not dict or type(data["response_metadata"]) is not dict:
+        return False
+    if (name is not None and type(name) is not str) or (message_id is not None and type(message_id) is not str):
+        return False
+    if cls is ToolMessage:
+        return type(data["tool_call_id"]) is str and data["status"] in ("success", "error")
+    if cls is AIMessage:
+        calls, invalid, usage = data["tool_calls"], data["invalid_tool_calls"], data["usage_metadata"]
+        if type(calls) is not list or type(invalid) is not list or (usage is not None and type(usage) is not dict):
+            return False
+        if not calls and not invalid and data["additional_kwargs"].get("tool_calls"):
+            return False  # validation would parse these legacy tool calls
+        return all(_is_call(c, _CALL_KEYS, "tool_call") and type(c["args"]) is dict for c in calls) and all(
+            _is_call(c, _INVALID_CALL_KEYS, "invalid_tool_call") for c in invalid
+        )
+    return True
+
+
+def _is_call(call: Any, keys: frozenset, kind: str) -> bool:
+    return (
+        isinstance(call, dict)
+        and call.keys() == keys
+        and call["type"] == kind
+        and (call["name"] is None or isinstance(call["name"], str))
+        and (call["id"] is None or isinstance(call["id"], str))
+    )
 
 
 def _content_parts(message: BaseMessage) -> list[dict]:

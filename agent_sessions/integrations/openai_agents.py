@@ -13,6 +13,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
+from ..convert._walk import read_blocks, refusal_block, text_block
 from ._extras import require
 from ._parts import (
     as_json_text,
@@ -183,7 +184,9 @@ def message_to_items(message: dict) -> list[dict]:
         call_id = part["toolCallId"]
         if role != "tool" and ("input" in part or "args" in part):
             arguments = as_json_text(part.get("input", part.get("args")))
-            items.append({"type": "function_call", "call_id": call_id, "name": tool_name(part), "arguments": arguments})
+            items.append(
+                {"type": "function_call", "call_id": call_id, "name": tool_name(part, "tool"), "arguments": arguments}
+            )
         if "errorText" in part:
             items.append({"type": "function_call_output", "call_id": call_id, "output": str(part["errorText"])})
         elif "output" in part or "result" in part:
@@ -214,23 +217,32 @@ def _content_parts(content: Any) -> list[dict]:
     """Text of a message item's content (a string or a list of content parts); files by URL."""
     if isinstance(content, str):
         return [text_part(content)] if content else []
-    parts: list[dict] = []
-    for block in content if isinstance(content, list) else []:
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
-        if kind in ("input_text", "output_text") and isinstance(block.get("text"), str):
-            parts.append(text_part(block["text"]))
-        elif kind == "refusal" and isinstance(block.get("refusal"), str):
-            parts.append(text_part(block["refusal"]))
-        elif kind == "input_image" and _is_web_url(block.get("image_url")):
-            parts.append({"type": "file", "mediaType": "image/*", "url": block["image_url"]})
-        elif kind == "input_file" and _is_web_url(block.get("file_url")):
-            file_part = {"type": "file", "mediaType": "application/octet-stream", "url": block["file_url"]}
-            if isinstance(block.get("filename"), str):
-                file_part["filename"] = block["filename"]
-            parts.append(file_part)
-    return parts
+    return read_blocks(content, _READERS) if isinstance(content, list) else []
+
+
+def _web_image(block: dict) -> dict | None:
+    url = block.get("image_url")
+    return {"type": "file", "mediaType": "image/*", "url": url} if _is_web_url(url) else None
+
+
+def _web_file(block: dict) -> dict | None:
+    url = block.get("file_url")
+    if not _is_web_url(url):
+        return None
+    part = {"type": "file", "mediaType": "application/octet-stream", "url": url}
+    if isinstance(block.get("filename"), str):
+        part["filename"] = block["filename"]
+    return part
+
+
+#: Content part type → its UIMessage part (None drops it).
+_READERS = {
+    "input_text": text_block,
+    "output_text": text_block,
+    "refusal": refusal_block,
+    "input_image": _web_image,
+    "input_file": _web_file,
+}
 
 
 def _is_web_url(value: Any) -> bool:

@@ -195,7 +195,7 @@ def _foreign(message: dict) -> list[ModelMessage]:
             if "input" in p or "args" in p:
                 args = p.get("input", p.get("args"))
                 args = args if isinstance(args, dict | str) or args is None else {"input": args}
-                response.append(ToolCallPart(tool_name=tool_name(p), args=args, tool_call_id=p["toolCallId"]))
+                response.append(ToolCallPart(tool_name=tool_name(p, "tool"), args=args, tool_call_id=p["toolCallId"]))
         if response:
             out.append(ModelResponse(parts=response))
     results: list[Any] = []
@@ -203,11 +203,13 @@ def _foreign(message: dict) -> list[ModelMessage]:
         if "errorText" in p:
             error = str(p["errorText"])
             results.append(
-                ToolReturnPart(tool_name=tool_name(p), content=error, tool_call_id=p["toolCallId"], outcome="failed")
+                ToolReturnPart(
+                    tool_name=tool_name(p, "tool"), content=error, tool_call_id=p["toolCallId"], outcome="failed"
+                )
             )
         elif "output" in p or "result" in p:
             output = p.get("output", p.get("result"))
-            results.append(ToolReturnPart(tool_name=tool_name(p), content=output, tool_call_id=p["toolCallId"]))
+            results.append(ToolReturnPart(tool_name=tool_name(p, "tool"), content=output, tool_call_id=p["toolCallId"]))
     if results:
         out.append(ModelRequest(parts=results))
     return out
