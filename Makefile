@@ -21,15 +21,16 @@ demo: install
 	$(PY) manage.py load_demo
 	$(PY) manage.py runserver 127.0.0.1:8000
 
+# The three runs (SQLite, Postgres, Postgres hash-partitioned) go side by side, each with its own
+# test database and Redis databases (scripts/run_suites.sh); SUITES=sqlite runs one of them.
 test: install
-	$(MAKE) --no-print-directory test-sqlite
 	@if $(PY) -c "import psycopg; psycopg.connect('$(PG_URL)', connect_timeout=3).close()" 2>/dev/null; then \
-		$(MAKE) --no-print-directory test-postgres && \
-		$(MAKE) --no-print-directory test-postgres-partitioned; \
+		PY=$(PY) PYTEST_ARGS="$(PYTEST_ARGS)" scripts/run_suites.sh; \
 	elif [ -n "$$REQUIRE_POSTGRES" ]; then \
 		echo "PostgreSQL is required (REQUIRE_POSTGRES is set) but not reachable at $(PG_URL)"; exit 1; \
 	else \
-		echo "PostgreSQL not reachable at $(PG_URL): skipped the Postgres run (set REQUIRE_POSTGRES=1 to fail instead)"; \
+		echo "PostgreSQL not reachable at $(PG_URL): only the SQLite run (set REQUIRE_POSTGRES=1 to fail instead)"; \
+		PY=$(PY) PYTEST_ARGS="$(PYTEST_ARGS)" SUITES=sqlite scripts/run_suites.sh; \
 	fi
 
 test-sqlite: install

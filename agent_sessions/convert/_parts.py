@@ -59,6 +59,11 @@ def message_ids(first: str | None) -> Iterator[str]:
         n += 1
 
 
+def typed_parts(parts: list) -> list[tuple[Any, dict]]:
+    """``(type, part)`` for each dict part, in order: the head of every converter's part loop."""
+    return [(part.get("type"), part) for part in parts if type(part) is dict]
+
+
 def parts_of(message: Any) -> list[dict]:
     """The dict parts of a UIMessage (anything else in ``parts`` is skipped)."""
     message = as_dict(message)

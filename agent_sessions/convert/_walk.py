@@ -10,7 +10,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from ._parts import as_dict, as_list, is_tool_part, join_steps, message_ids, only_text, ui_message, with_result
+from ._parts import (
+    as_dict,
+    as_list,
+    is_tool_part,
+    join_steps,
+    message_ids,
+    only_text,
+    typed_parts,
+    ui_message,
+    with_result,
+)
 
 Handler = Callable[[list, Any], None]
 FileBlock = Callable[[dict, str], "dict | None"]
@@ -63,10 +73,7 @@ def content_blocks(parts: list, text_type: str, file_block: FileBlock | None, *,
     ``file_block=None`` drops every file; ``empty_text=False`` drops empty texts.
     """
     blocks: list[dict] = []
-    for part in parts:
-        if type(part) is not dict:
-            continue
-        kind = part.get("type")
+    for kind, part in typed_parts(parts):
         if kind == "text":
             text = part.get("text")
             if isinstance(text, str) and (empty_text or text):

@@ -119,10 +119,7 @@ def _assistant(parts: list, request: _Request) -> None:
     turns = request.turns
     blocks: list[dict] = []
     results: list[dict] = []
-    for part in parts:
-        if type(part) is not dict:
-            continue
-        kind = part.get("type")
+    for kind, part in P.typed_parts(parts):
         if kind == "text":
             text = part.get("text")
             if type(text) is str and text:

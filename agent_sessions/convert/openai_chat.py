@@ -58,10 +58,7 @@ def _assistant(parts: list, out: list[dict]) -> None:
     texts: list[str] = []
     calls: list[dict] = []
     results: list[dict] = []
-    for part in parts:
-        if type(part) is not dict:
-            continue
-        kind = part.get("type")
+    for kind, part in P.typed_parts(parts):
         if kind == "text":
             text = part.get("text")
             if type(text) is str:

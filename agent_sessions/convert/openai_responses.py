@@ -62,10 +62,7 @@ def _assistant(parts: list, items: list[dict]) -> None:
     """Append the items of each step in part order, the step's tool results after them."""
     results: list[dict] = []
     reasoning: dict | None = None  # the reasoning item being filled (consecutive parts, one item id)
-    for part in parts:
-        if type(part) is not dict:
-            continue
-        kind = part.get("type")
+    for kind, part in P.typed_parts(parts):
         if kind == "text":
             text = part.get("text")
             if type(text) is str:
