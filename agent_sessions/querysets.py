@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from typing import Any, Self
 
-from django.db import models
+from django.db import connections, models
 from django.db.models import Exists, OuterRef, Q
 from django.db.models.expressions import Expression
 from django.db.models.sql.constants import INNER
 
 from .search.args import as_query, query_terms
 from .search.query import Query
+from .storage import walks
 
 
 class SubqueryJoin:
@@ -137,14 +138,12 @@ class MessageQuerySet(models.QuerySet):
         Empty when the leaf is not in the session.  Chain ``filter``/``values``
         freely; ``order_by`` replaces the path order.
         """
-        from .storage.orm import DjangoSessionProvider
-
         session_id = self._scope()
         if session_id is None:
             raise ValueError("path() walks one session: call for_session(session_id) first")
         if leaf_id is not None and (not isinstance(leaf_id, str) or "\x00" in leaf_id):
             raise ValueError("leaf_id must be a string without NUL characters")
-        walk, params = DjangoSessionProvider(session_id).path_walk(leaf_id)
+        walk, params = walks.walk(connections[self.db].vendor, session_id, leaf_id)
         clone = self._chain()
         alias = self._join(clone, "agent_sessions_path", walk + "SELECT seq, n FROM path", params)
         return clone.order_by(JoinedColumn(alias, "n", models.IntegerField()).desc())

@@ -13,7 +13,7 @@ from tqdm import tqdm
 
 from agent_sessions.manager import SessionManager
 from agent_sessions.session import Session
-from agent_sessions.storage import orm
+from agent_sessions.storage import orm, walks
 from agent_sessions.tokens import estimate_one_message_tokens
 from agent_sessions.types import dump_message, text_content, tool_text
 
@@ -70,9 +70,9 @@ class Raw:
             tokens,
             tokens,
             tokens,
-            *orm.latest_leaf_params(session_id),
+            *walks.latest_leaf_params(session_id),
         ]
-        statement = orm._INSERT.format(parent=orm._LATEST_LEAF)
+        statement = orm._INSERT.format(parent=walks.LATEST_LEAF)
         if self.vendor == "postgresql":
             # The lock and the insert in one simple-protocol query: one implicit transaction.
             cur = psycopg.ClientCursor(self.conn)
@@ -116,25 +116,25 @@ class Raw:
             self.conn.execute("COMMIT")
 
     def leaf(self, session_id: str) -> str:
-        return self.execute(orm._LATEST_LEAF, orm.latest_leaf_params(session_id)).fetchone()[0]
+        return self.execute(walks.LATEST_LEAF, walks.latest_leaf_params(session_id)).fetchone()[0]
 
     def history(self, session_id: str) -> list[dict]:
         leaf = self.leaf(session_id)
         cur = self.execute(
-            orm.path_cte(self.vendor) + "SELECT m.content FROM path "
+            walks.path_cte(self.vendor) + "SELECT m.content FROM path "
             "JOIN assistant_messages m ON m.session_id = path.sid AND m.seq = path.seq "
             "ORDER BY path.n DESC",
-            [session_id, leaf, orm.path_key_prefix(session_id), 10**9],
+            [session_id, leaf, walks.path_key_prefix(session_id), 10**9],
         )
         return [json.loads(r[0]) for r in cur.fetchall()]
 
     def recent(self, session_id: str, n: int) -> list[dict]:
         leaf = self.leaf(session_id)
         cur = self.execute(
-            orm.path_cte(self.vendor).replace("WHERE path.n < %s", "WHERE path.n < %s AND path.n + 1 < " + str(n))
+            walks.path_cte(self.vendor).replace("WHERE path.n < %s", "WHERE path.n < %s AND path.n + 1 < " + str(n))
             + "SELECT m.content FROM path JOIN assistant_messages m ON m.session_id = path.sid AND m.seq = path.seq "
             "ORDER BY path.n DESC",
-            [session_id, leaf, orm.path_key_prefix(session_id), 10**9],
+            [session_id, leaf, walks.path_key_prefix(session_id), 10**9],
         )
         return [json.loads(r[0]) for r in cur.fetchall()]
 
@@ -158,14 +158,14 @@ class Raw:
 
     def fork(self, source: str, target: str, leaf: str) -> int:
         statement = (
-            orm.path_cte(self.vendor)
+            walks.path_cte(self.vendor)
             + "INSERT INTO assistant_messages (id, session_id, parent_id, role, content, text_content, created_at,"
             " tokens, depth, path_tokens) SELECT 'f' || m.id, %s, CASE WHEN m.parent_id IS NULL THEN NULL ELSE"
             " 'f' || m.parent_id END, m.role, m.content, m.text_content, m.created_at, m.tokens, m.depth,"
             " m.path_tokens FROM path JOIN assistant_messages m ON m.session_id = path.sid AND m.seq = path.seq"
             " ORDER BY path.n DESC"
         )
-        params = [source, leaf, orm.path_key_prefix(source), 10**9, target]
+        params = [source, leaf, walks.path_key_prefix(source), 10**9, target]
         if self.vendor == "postgresql":
             with self.conn.transaction():
                 return self.conn.cursor().execute(statement, params).rowcount

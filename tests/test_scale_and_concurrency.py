@@ -86,16 +86,16 @@ def test_latest_leaf_lookup_stays_bounded_whatever_the_planner_thinks(session):
     Postgres chose O(session) plans for simpler forms of this query when its statistics
     were stale (a freshly loaded table): appends then slowed 25× at 10,000 messages.
     """
-    from agent_sessions.storage.orm import _LATEST_LEAF, latest_leaf_params
+    from agent_sessions.storage.walks import LATEST_LEAF, latest_leaf_params
 
     bulk_chain(session.session_id, 3_000)
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + _LATEST_LEAF, latest_leaf_params(session.session_id))
+            cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + LATEST_LEAF, latest_leaf_params(session.session_id))
             plan = "\n".join(r[0] for r in cursor.fetchall())
             anywhere = plan[plan.index("Subquery Scan on anywhere") :]
             assert "(never executed)" in anywhere.splitlines()[0], plan
-        cursor.execute(_LATEST_LEAF, latest_leaf_params(session.session_id))
+        cursor.execute(LATEST_LEAF, latest_leaf_params(session.session_id))
         assert cursor.fetchone()[0] == "m2999"
     # A foreign writer put children before their parent: the newest 8 rows all have
     # children, so the fallback arm answers (still correctly).
@@ -112,7 +112,7 @@ def test_latest_leaf_lookup_stays_bounded_whatever_the_planner_thinks(session):
                 "VALUES (%s, %s, NULL, 'user', '{}', '')",
                 [f"late{i}", session.session_id],
             )
-        cursor.execute(_LATEST_LEAF, latest_leaf_params(session.session_id))
+        cursor.execute(LATEST_LEAF, latest_leaf_params(session.session_id))
         assert cursor.fetchone()[0] == "early9"
 
 
@@ -123,7 +123,7 @@ def test_path_walk_steps_through_the_key_index(session):
     With ``session_id = … AND id = …`` Postgres scanned the whole session at every step when its
     statistics were stale (2.9 s for a 3,000-deep path instead of 12 ms).
     """
-    from agent_sessions.storage.orm import path_cte, path_key_prefix
+    from agent_sessions.storage.walks import path_cte, path_key_prefix
 
     bulk_chain(session.session_id, 200)
     walk = path_cte(connection.vendor)
@@ -138,7 +138,7 @@ def test_path_walk_steps_through_the_key_index(session):
 
 
 def test_path_key_prefix_is_injective():
-    from agent_sessions.storage.orm import path_key_prefix
+    from agent_sessions.storage.walks import path_key_prefix
 
     # ("ab", "c…") and ("a", "bc…") must not meet: the length prefix tells them apart.
     assert path_key_prefix("ab") + "c" != path_key_prefix("a") + "bc"

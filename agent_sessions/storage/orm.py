@@ -36,50 +36,13 @@ from ..types import (
     tool_text,
     validate_message,
 )
-from . import backends, visible_tokens
+from . import backends, visible_tokens, walks
+from .walks import LATEST_LEAF, LATEST_LEAF_CONTENT, PATH_ROW, latest_leaf_params, path_cte, path_key_prefix, recent_cte
 
 OMITTED = object()
 """Sentinel: the caller left ``parent_id`` out (auto-parent to the latest leaf)."""
 
 _COLUMNS = "id, session_id, parent_id, role, content, text_content, tool_text, created_at, tokens, depth, path_tokens"
-
-# The latest leaf is the newest childless row, and the newest row almost always is
-# one (a child is always inserted after its parent).  So look among the newest few
-# rows first (an ordered index walk of (session_id, seq) that stops after 8 rows),
-# and only if none of them is childless search the whole session.  Both arms give
-# the same row when the first finds one; LIMIT 1 stops before the second runs.
-# Written so that no planner estimate can turn it into a whole-session scan: with
-# NOT EXISTS, or with the child probe as a filter on the full ordered scan,
-# Postgres picked bitmap-scan-and-sort plans (O(session) per append) whenever its
-# statistics were stale.
-_CHILDLESS = (
-    "(SELECT 1 FROM assistant_messages c WHERE c.session_id = {t}.session_id AND c.parent_id = {t}.id LIMIT 1) IS NULL"
-)
-_LATEST_LEAF_TEMPLATE = (
-    "SELECT {cols} FROM ("
-    "  SELECT * FROM ("
-    "    SELECT w.* FROM ("
-    "      SELECT {inner} FROM assistant_messages WHERE session_id = %s ORDER BY seq DESC LIMIT 8"
-    "    ) w WHERE " + _CHILDLESS.format(t="w") + " ORDER BY w.seq DESC LIMIT 1"
-    "  ) newest"
-    "  UNION ALL"
-    "  SELECT * FROM ("
-    "    SELECT {inner} FROM assistant_messages m WHERE m.session_id = %s AND "
-    + _CHILDLESS.format(t="m")
-    + "    ORDER BY m.seq DESC LIMIT 1"
-    "  ) anywhere"
-    ") leaf LIMIT 1"
-)
-_LEAF_COLUMNS = "seq, id, session_id, depth, path_tokens"
-_LATEST_LEAF = _LATEST_LEAF_TEMPLATE.format(cols="leaf.id, leaf.depth, leaf.path_tokens", inner=_LEAF_COLUMNS)
-"""Latest leaf ``(id, depth, path_tokens)``; parameters: :func:`latest_leaf_params`."""
-_LATEST_LEAF_CONTENT = _LATEST_LEAF_TEMPLATE.format(cols="leaf.content", inner=_LEAF_COLUMNS + ", content")
-
-
-def latest_leaf_params(session_id: str) -> list[str]:
-    """Parameters of :data:`_LATEST_LEAF` (the session id, once per arm)."""
-    return [session_id, session_id]
-
 
 _BULK_DEFAULTS = {"tool_text": ""}
 """Values :meth:`DjangoSessionProvider.insert_rows` uses for keys a row leaves out (NOT NULL columns)."""
@@ -98,85 +61,6 @@ _INSERT = (
     "WHERE true ON CONFLICT (session_id, id) DO NOTHING "
     "RETURNING seq, parent_id, depth, path_tokens"
 )
-
-# Each step of a walk finds the parent by this injective key (length-prefixed
-# session id, then id) alone, through the unique index ``assistant_msg_path_key``
-# on (key, session_id).  No other index can serve that predicate, so the step is
-# an index probe whatever the statistics say: with ``m.session_id = … AND m.id = …``
-# (a constant or a carried session id alike) Postgres, believing a freshly loaded
-# session had one row, scanned the whole session at every step (2.9 s for a
-# 3,000-deep path instead of 12 ms).  The parameter is :func:`path_key_prefix`.
-_PATH_KEY = "CAST(length({t}session_id) AS TEXT) || ':' || {t}session_id || {t}id"
-
-
-def path_key_prefix(session_id: str) -> str:
-    """The session's part of the walk key: ``"<length>:<session id>"`` (the id follows)."""
-    return f"{len(session_id)}:{session_id}"
-
-
-# One step: the row whose key is the prefix plus the current row's parent_id, as ``m``.
-# Postgres gets a LATERAL probe: it cannot be turned into a hash join over the whole
-# table, which is what the planner picked on small hash-partitioned tables (a join
-# against every partition looks dear before run-time pruning).  SQLite has no LATERAL
-# and always probes the index.
-_STEP = {
-    "sqlite": "FROM path JOIN assistant_messages m ON " + _PATH_KEY.format(t="m.") + " = %s || path.parent_id",
-    "postgresql": (
-        "FROM path CROSS JOIN LATERAL (SELECT s.seq, s.session_id, s.parent_id, s.content FROM assistant_messages s"
-        " WHERE " + _PATH_KEY.format(t="s.") + " = %s || path.parent_id LIMIT 1) m"
-    ),
-}
-
-# Root-ward walk from a leaf, carrying only keys; ``n`` is the distance from
-# the leaf.  The depth guard only stops a parent cycle a foreign writer made.
-_PATH_TEMPLATE = (
-    "WITH RECURSIVE path(seq, sid, parent_id, n) AS ("
-    "  SELECT seq, session_id, parent_id, 0 FROM assistant_messages WHERE session_id = %s AND id = {leaf}"
-    "  UNION ALL"
-    "  SELECT m.seq, m.session_id, m.parent_id, path.n + 1 {step} WHERE path.n < %s"
-    ") "
-)
-
-# Recent suffix: the walk stops one row after the byte budget is spent.
-_RECENT_TEMPLATE = (
-    "WITH RECURSIVE path(seq, sid, parent_id, n, total) AS ("
-    "  SELECT seq, session_id, parent_id, 0, {{bytes}} FROM assistant_messages WHERE session_id = %s AND id = {leaf}"
-    "  UNION ALL"
-    "  SELECT m.seq, m.session_id, m.parent_id, path.n + 1, path.total + {{mbytes}} {step}"
-    "  WHERE path.n < %s AND (path.n < %s OR path.total <= %s)"
-    ") "
-)
-
-# The same walks may start from the latest leaf, found inside the same query
-# (one round trip instead of two); parameters: latest_leaf_params() in place of the leaf id.
-_LATEST_ID = "(SELECT latest.id FROM (" + _LATEST_LEAF + ") latest)"
-
-
-def _walks(template: str) -> dict[tuple[str, bool], str]:
-    return {
-        (vendor, latest): template.format(leaf=_LATEST_ID if latest else "%s", step=step)
-        for vendor, step in _STEP.items()
-        for latest in (False, True)
-    }
-
-
-_PATH_CTES = _walks(_PATH_TEMPLATE)
-_RECENT_CTES = _walks(_RECENT_TEMPLATE)
-
-
-def path_cte(vendor: str, *, latest: bool = False) -> str:
-    """The root-ward walk CTE ``path(seq, sid, parent_id, n)``; parameters: session id, leaf id
-    (or :func:`latest_leaf_params` when ``latest``), :func:`path_key_prefix`, depth limit."""
-    return _PATH_CTES[vendor, latest]
-
-
-def recent_cte(vendor: str, *, latest: bool = False) -> str:
-    """The walk that stops past a byte budget (``{bytes}``/``{mbytes}`` still to fill)."""
-    return _RECENT_CTES[vendor, latest]
-
-
-# Joins a walk's rows back to their content, by the primary key (session_id, seq).
-_PATH_ROW = "m.session_id = path.sid AND m.seq = path.seq"
 
 # Re-derive depth and running tokens below the given roots (after an update
 # or a delete changed what lies above them).
@@ -309,7 +193,7 @@ class DjangoSessionProvider:
 
     def get_latest_leaf(self) -> dict | None:
         """The most recently appended childless message, or None for an empty session."""
-        row = self._fetchone(_LATEST_LEAF_CONTENT, latest_leaf_params(self.session_id))
+        row = self._fetchone(LATEST_LEAF_CONTENT, latest_leaf_params(self.session_id))
         return json.loads(row[0]) if row else None
 
     def _path_params(self, leaf_id: str) -> list:
@@ -321,20 +205,13 @@ class DjangoSessionProvider:
 
     def _walk(self, leaf_id: str | None) -> tuple[str, list]:
         """The root-ward walk CTE from ``leaf_id`` (None: the latest leaf) and its parameters."""
-        cte = path_cte(self.connection.vendor, latest=leaf_id is None)
-        params = [self.session_id, *self._leaf_params(leaf_id), path_key_prefix(self.session_id)]
-        return cte, [*params, conf.max_path_depth()]
-
-    def path_walk(self, leaf_id: str | None = None) -> tuple[str, list]:
-        """The ``WITH RECURSIVE path(seq, parent_id, n)`` walk from ``leaf_id`` (None: the latest leaf)
-        and its parameters; ``n`` is 0 at the leaf.  Follow it with a SELECT over ``path``."""
-        return self._walk(leaf_id)
+        return walks.walk(self.connection.vendor, self.session_id, leaf_id)
 
     def get_raw_path(self, leaf_id: str | None = None) -> list[dict]:
         """Root→leaf messages as stored, without overlays (one query, the leaf lookup included)."""
         cte, params = self._walk(leaf_id)
         rows = self._fetchall(
-            cte + "SELECT m.content FROM path JOIN assistant_messages m ON " + _PATH_ROW + " ORDER BY path.n DESC",
+            cte + "SELECT m.content FROM path JOIN assistant_messages m ON " + PATH_ROW + " ORDER BY path.n DESC",
             params,
         )
         return [json.loads(r[0]) for r in rows]
@@ -349,7 +226,7 @@ class DjangoSessionProvider:
     def get_path_length(self, leaf_id: str | None = None) -> int:
         """Number of stored messages from the root to the leaf (no overlays)."""
         if leaf_id is None:
-            row = self._fetchone(_LATEST_LEAF, latest_leaf_params(self.session_id))  # (id, depth, path_tokens)
+            row = self._fetchone(LATEST_LEAF, latest_leaf_params(self.session_id))  # (id, depth, path_tokens)
         else:
             row = self._fetchone(
                 "SELECT id, depth FROM assistant_messages WHERE session_id = %s AND id = %s",
@@ -378,8 +255,7 @@ class DjangoSessionProvider:
         cte, params = self._walk(leaf_id)
         size = self.backend.BYTES_EXPR.format(col="m.content")
         rows = self._fetchall(
-            cte + f"SELECT m.id, m.role, {size} FROM path JOIN assistant_messages m ON {_PATH_ROW} "
-            "ORDER BY path.n DESC",
+            cte + f"SELECT m.id, m.role, {size} FROM path JOIN assistant_messages m ON {PATH_ROW} ORDER BY path.n DESC",
             params,
         )
         return [HistoryRowStat(id=r[0], role=r[1], bytes=int(r[2])) for r in rows]
@@ -399,7 +275,7 @@ class DjangoSessionProvider:
             mbytes=self.backend.BYTES_EXPR.format(col="m.content"),
         )
         rows = self._fetchall(
-            sql + "SELECT path.n, path.total, m.content FROM path JOIN assistant_messages m ON " + _PATH_ROW + " "
+            sql + "SELECT path.n, path.total, m.content FROM path JOIN assistant_messages m ON " + PATH_ROW + " "
             "ORDER BY path.n",
             [
                 self.session_id,
@@ -440,7 +316,7 @@ class DjangoSessionProvider:
         """
         overlays = self.get_compactions()
         if leaf_id is None:
-            row = self._fetchone(_LATEST_LEAF, latest_leaf_params(self.session_id))  # (id, depth, path_tokens)
+            row = self._fetchone(LATEST_LEAF, latest_leaf_params(self.session_id))  # (id, depth, path_tokens)
             if row is None:
                 return 0
             leaf_id, path_tokens = row[0], row[2]
@@ -464,7 +340,7 @@ class DjangoSessionProvider:
         stored = validate_message(message)
         tokens = estimate_one_message_tokens(message)
         if parent_id is OMITTED:
-            parent_sql, parent_params = _LATEST_LEAF, latest_leaf_params(self.session_id)
+            parent_sql, parent_params = LATEST_LEAF, latest_leaf_params(self.session_id)
         elif parent_id is None:
             parent_sql, parent_params = _NO_PARENT, []
         else:
@@ -672,7 +548,7 @@ class DjangoSessionProvider:
         rows = self._fetchall(
             path_cte(self.connection.vendor)
             + "SELECT m.id, m.role, m.content, m.text_content, m.tool_text, m.created_at, m.tokens "
-            "FROM path JOIN assistant_messages m ON " + _PATH_ROW + " ORDER BY path.n DESC",
+            "FROM path JOIN assistant_messages m ON " + PATH_ROW + " ORDER BY path.n DESC",
             self._path_params(leaf_id),
         )
         keys = ("id", "role", "content", "text_content", "tool_text", "created_at", "tokens")

@@ -1,0 +1,135 @@
+"""The SQL of path walks: the latest leaf, the root-ward walk and the recent suffix, per vendor.
+
+Plain strings and the parameters they take, no Django models: the provider
+(:mod:`agent_sessions.storage.orm`) and the querysets (``Message.objects...path()``)
+both build on them.
+"""
+
+from __future__ import annotations
+
+from .. import conf
+
+# The latest leaf is the newest childless row, and the newest row almost always is
+# one (a child is always inserted after its parent).  So look among the newest few
+# rows first (an ordered index walk of (session_id, seq) that stops after 8 rows),
+# and only if none of them is childless search the whole session.  Both arms give
+# the same row when the first finds one; LIMIT 1 stops before the second runs.
+# Written so that no planner estimate can turn it into a whole-session scan: with
+# NOT EXISTS, or with the child probe as a filter on the full ordered scan,
+# Postgres picked bitmap-scan-and-sort plans (O(session) per append) whenever its
+# statistics were stale.
+_CHILDLESS = (
+    "(SELECT 1 FROM assistant_messages c WHERE c.session_id = {t}.session_id AND c.parent_id = {t}.id LIMIT 1) IS NULL"
+)
+_LATEST_LEAF_TEMPLATE = (
+    "SELECT {cols} FROM ("
+    "  SELECT * FROM ("
+    "    SELECT w.* FROM ("
+    "      SELECT {inner} FROM assistant_messages WHERE session_id = %s ORDER BY seq DESC LIMIT 8"
+    "    ) w WHERE " + _CHILDLESS.format(t="w") + " ORDER BY w.seq DESC LIMIT 1"
+    "  ) newest"
+    "  UNION ALL"
+    "  SELECT * FROM ("
+    "    SELECT {inner} FROM assistant_messages m WHERE m.session_id = %s AND "
+    + _CHILDLESS.format(t="m")
+    + "    ORDER BY m.seq DESC LIMIT 1"
+    "  ) anywhere"
+    ") leaf LIMIT 1"
+)
+LEAF_COLUMNS = "seq, id, session_id, depth, path_tokens"
+LATEST_LEAF = _LATEST_LEAF_TEMPLATE.format(cols="leaf.id, leaf.depth, leaf.path_tokens", inner=LEAF_COLUMNS)
+"""Latest leaf ``(id, depth, path_tokens)``; parameters: :func:`latest_leaf_params`."""
+LATEST_LEAF_CONTENT = _LATEST_LEAF_TEMPLATE.format(cols="leaf.content", inner=LEAF_COLUMNS + ", content")
+
+
+def latest_leaf_params(session_id: str) -> list[str]:
+    """Parameters of :data:`LATEST_LEAF` (the session id, once per arm)."""
+    return [session_id, session_id]
+
+
+# Each step of a walk finds the parent by this injective key (length-prefixed
+# session id, then id) alone, through the unique index ``assistant_msg_path_key``
+# on (key, session_id).  No other index can serve that predicate, so the step is
+# an index probe whatever the statistics say: with ``m.session_id = … AND m.id = …``
+# (a constant or a carried session id alike) Postgres, believing a freshly loaded
+# session had one row, scanned the whole session at every step (2.9 s for a
+# 3,000-deep path instead of 12 ms).  The parameter is :func:`path_key_prefix`.
+PATH_KEY = "CAST(length({t}session_id) AS TEXT) || ':' || {t}session_id || {t}id"
+
+
+def path_key_prefix(session_id: str) -> str:
+    """The session's part of the walk key: ``"<length>:<session id>"`` (the id follows)."""
+    return f"{len(session_id)}:{session_id}"
+
+
+# One step: the row whose key is the prefix plus the current row's parent_id, as ``m``.
+# Postgres gets a LATERAL probe: it cannot be turned into a hash join over the whole
+# table, which is what the planner picked on small hash-partitioned tables (a join
+# against every partition looks dear before run-time pruning).  SQLite has no LATERAL
+# and always probes the index.
+_STEP = {
+    "sqlite": "FROM path JOIN assistant_messages m ON " + PATH_KEY.format(t="m.") + " = %s || path.parent_id",
+    "postgresql": (
+        "FROM path CROSS JOIN LATERAL (SELECT s.seq, s.session_id, s.parent_id, s.content FROM assistant_messages s"
+        " WHERE " + PATH_KEY.format(t="s.") + " = %s || path.parent_id LIMIT 1) m"
+    ),
+}
+
+# Root-ward walk from a leaf, carrying only keys; ``n`` is the distance from
+# the leaf.  The depth guard only stops a parent cycle a foreign writer made.
+_PATH_TEMPLATE = (
+    "WITH RECURSIVE path(seq, sid, parent_id, n) AS ("
+    "  SELECT seq, session_id, parent_id, 0 FROM assistant_messages WHERE session_id = %s AND id = {leaf}"
+    "  UNION ALL"
+    "  SELECT m.seq, m.session_id, m.parent_id, path.n + 1 {step} WHERE path.n < %s"
+    ") "
+)
+
+# Recent suffix: the walk stops one row after the byte budget is spent.
+_RECENT_TEMPLATE = (
+    "WITH RECURSIVE path(seq, sid, parent_id, n, total) AS ("
+    "  SELECT seq, session_id, parent_id, 0, {{bytes}} FROM assistant_messages WHERE session_id = %s AND id = {leaf}"
+    "  UNION ALL"
+    "  SELECT m.seq, m.session_id, m.parent_id, path.n + 1, path.total + {{mbytes}} {step}"
+    "  WHERE path.n < %s AND (path.n < %s OR path.total <= %s)"
+    ") "
+)
+
+# The same walks may start from the latest leaf, found inside the same query
+# (one round trip instead of two); parameters: latest_leaf_params() in place of the leaf id.
+_LATEST_ID = "(SELECT latest.id FROM (" + LATEST_LEAF + ") latest)"
+
+
+def _walks(template: str) -> dict[tuple[str, bool], str]:
+    return {
+        (vendor, latest): template.format(leaf=_LATEST_ID if latest else "%s", step=step)
+        for vendor, step in _STEP.items()
+        for latest in (False, True)
+    }
+
+
+_PATH_CTES = _walks(_PATH_TEMPLATE)
+_RECENT_CTES = _walks(_RECENT_TEMPLATE)
+
+
+def path_cte(vendor: str, *, latest: bool = False) -> str:
+    """The root-ward walk CTE ``path(seq, sid, parent_id, n)``; parameters: session id, leaf id
+    (or :func:`latest_leaf_params` when ``latest``), :func:`path_key_prefix`, depth limit."""
+    return _PATH_CTES[vendor, latest]
+
+
+def recent_cte(vendor: str, *, latest: bool = False) -> str:
+    """The walk that stops past a byte budget (``{bytes}``/``{mbytes}`` still to fill)."""
+    return _RECENT_CTES[vendor, latest]
+
+
+# Joins a walk's rows back to their content, by the primary key (session_id, seq).
+PATH_ROW = "m.session_id = path.sid AND m.seq = path.seq"
+
+
+def walk(vendor: str, session_id: str, leaf_id: str | None) -> tuple[str, list]:
+    """The root-ward walk CTE ``path(seq, sid, parent_id, n)`` from ``leaf_id`` (None: the latest leaf)
+    and its parameters; ``n`` is 0 at the leaf.  Follow it with a SELECT over ``path``."""
+    leaf = [leaf_id] if leaf_id is not None else latest_leaf_params(session_id)
+    params = [session_id, *leaf, path_key_prefix(session_id), conf.max_path_depth()]
+    return path_cte(vendor, latest=leaf_id is None), params
