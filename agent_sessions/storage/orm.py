@@ -81,6 +81,12 @@ def latest_leaf_params(session_id: str) -> list[str]:
     return [session_id, session_id]
 
 
+_COPY_COLUMNS = (
+    "id, session_id, parent_id, role, content, text_content, tool_text, created_at, tokens, depth, path_tokens, "
+    "origin_id"
+)
+"""Columns :meth:`DjangoSessionProvider.copy_path_to` fills, in its SELECT's order."""
+
 _BULK_DEFAULTS = {"tool_text": ""}
 """Values :meth:`DjangoSessionProvider.insert_rows` uses for keys a row leaves out (NOT NULL columns)."""
 
@@ -655,6 +661,42 @@ class DjangoSessionProvider:
         )
         keys = ("id", "role", "content", "text_content", "tool_text", "created_at", "tokens")
         return [dict(zip(keys, (*r[:5], as_datetime(r[5]), r[6]), strict=True)) for r in rows]
+
+    def copy_path_to(self, target_session_id: str, leaf_id: str) -> list[tuple[str, str]]:
+        """Copy the root→``leaf_id`` path into ``target_session_id`` under fresh uuid4-hex ids, in one statement.
+
+        Ids, parents, depths and running token totals are computed in SQL and the rows
+        copied with one ``INSERT … SELECT`` (which also fires the per-statement triggers
+        once).  Each copy's JSON gets its new id in place of the old one, leaving the rest
+        of the stored text as it was.  Returns ``[(original id, copy id)]`` root first, or
+        ``[]`` with nothing written when the leaf is unknown or a row on the path cannot
+        be copied this way (its JSON does not start with its id, or it has no token
+        count: rows from a foreign writer); :func:`agent_sessions.manager.fork.copy_path`
+        then copies in Python.
+        """
+        backend = self.backend
+        quote = backend.JSON_QUOTE_EXPR.format(col="m.id")
+        new_id = backend.NEW_ID_EXPR.format(h="src.h")
+        sql = (
+            path_cte(self.connection.vendor) + ", src AS MATERIALIZED ("
+            "SELECT m.id, m.role, m.content, m.text_content, m.tool_text, m.created_at, m.tokens, path.n, "
+            f"{backend.RANDOM_HEX_EXPR} AS h, '{{\"id\":' || {quote} AS old_prefix "
+            "FROM path JOIN assistant_messages m ON " + _PATH_ROW + "), "
+            f"copies AS (SELECT {new_id} AS new_id, src.* FROM src) "
+            f"INSERT INTO assistant_messages ({_COPY_COLUMNS}) "
+            "SELECT new_id, %s, lag(new_id) OVER w, role, "
+            "'{\"id\":\"' || new_id || '\"' || substr(content, length(old_prefix) + 1), "
+            "text_content, tool_text, created_at, tokens, row_number() OVER w, sum(tokens) OVER w, id "
+            "FROM copies WHERE NOT EXISTS (SELECT 1 FROM src bad WHERE bad.tokens IS NULL "
+            "OR substr(bad.content, 1, length(bad.old_prefix)) <> bad.old_prefix) "
+            "WINDOW w AS (ORDER BY n DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) "
+            "ORDER BY n DESC RETURNING depth, origin_id, id"
+        )
+        with self.connection.cursor() as cursor:
+            cursor.execute(sql, [*self._path_params(leaf_id), target_session_id])
+            rows = cursor.fetchall()
+        rows.sort()
+        return [(origin, copy) for _, origin, copy in rows]
 
     bulk_columns = (
         "id",

@@ -16,6 +16,13 @@ vendor = "postgresql"
 
 BYTES_EXPR = "octet_length({col})"
 
+# A fresh uuid4 as 32 hex digits (what ``uuid.uuid4().hex`` gives), minted in SQL for bulk copies:
+# ``RANDOM_HEX_EXPR`` is computed once per row as ``{h}``, then shaped by ``NEW_ID_EXPR``.
+RANDOM_HEX_EXPR = "replace(gen_random_uuid()::text, '-', '')"
+NEW_ID_EXPR = "{h}"
+# ``{col}`` (text) as a JSON string literal, escaped as Python's ``json.dumps`` escapes it.
+JSON_QUOTE_EXPR = "to_json({col})::text"
+
 
 def _install_sql() -> list[str]:
     cfg = conf.pg_text_search_config().replace("'", "''")

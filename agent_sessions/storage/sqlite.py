@@ -15,6 +15,16 @@ vendor = "sqlite"
 
 BYTES_EXPR = "length(CAST({col} AS BLOB))"
 
+# A fresh uuid4 as 32 hex digits (what ``uuid.uuid4().hex`` gives: version 4, variant 10xx), minted in
+# SQL for bulk copies: ``RANDOM_HEX_EXPR`` is computed once per row as ``{h}``, then shaped by ``NEW_ID_EXPR``.
+RANDOM_HEX_EXPR = "lower(hex(randomblob(16)))"
+NEW_ID_EXPR = (
+    "substr({h}, 1, 12) || '4' || substr({h}, 14, 3)"
+    " || substr('89ab89ab89ab89ab', instr('0123456789abcdef', substr({h}, 17, 1)), 1) || substr({h}, 18)"
+)
+# ``{col}`` (text) as a JSON string literal, escaped as Python's ``json.dumps`` escapes it.
+JSON_QUOTE_EXPR = "json_quote({col})"
+
 _INSTALL = [
     # Message search (SPEC: `assistant_fts`, porter unicode61), external-content
     # table over assistant_messages keyed by its `seq` rowid.
