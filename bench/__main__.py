@@ -22,6 +22,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-peers", action="store_true")
     parser.add_argument("--only", default=",".join(WORKLOADS), help=f"comma-separated subset of {','.join(WORKLOADS)}")
     parser.add_argument("--json", default="bench/results/latest.json")
+    parser.add_argument(
+        "--charts", default=None, help="directory for the PNG charts (default bench/charts; none with --smoke)"
+    )
     args = parser.parse_args(argv)
     if args.smoke:
         args.n, args.search_rows, args.rounds = 100, 1_000, 1
@@ -35,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from . import convert, workloads
     from . import peers as peer_mod
+    from .charts import draw
+    from .goals import evaluate, print_goals
     from .harness import dump_json, print_table
 
     aliases = {"sqlite": "default", "postgres": "postgres"}
@@ -55,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
             results += workloads.append_all(alias, database, args.n, peers, args.rounds)
         if "history" in only:
             results += workloads.history_reads(alias, database, args.n, peers, args.rounds)
+            results += workloads.history_by_depth(alias, database, args.n, peers, args.rounds)
         if "search" in only:
             results += workloads.search(alias, database, args.search_rows, args.rounds)
         if "fork" in only:
@@ -71,10 +77,27 @@ def main(argv: list[str] | None = None) -> int:
         _fresh_postgres(connections["postgres"].settings_dict, create=False)
     print()
     print_table(results)
+    goals = evaluate(results)
+    print_goals(goals)
     os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
-    dump_json(results, args.json)
+    dump_json(results, args.json, goals=goals, machine=machine())
     print(f"JSON: {args.json}")
+    charts = args.charts if args.charts is not None else ("" if args.smoke else "bench/charts")
+    for path in draw(results, charts) if charts else []:
+        print(f"chart: {path}")
     return 0
+
+
+def machine() -> dict:
+    """Where and under what load the run happened (the machine is shared: ratios in one run count)."""
+    import platform
+
+    return {
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+    }
 
 
 def _fresh_postgres(settings_dict: dict, *, create: bool = True) -> None:

@@ -30,7 +30,7 @@ def test_bench_smoke_runs_every_workload(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = json.loads(out.read_text())
     workloads = {r["workload"].split(".")[0] for r in rows}
-    assert workloads == {"1", "2", "3a", "3b", "4", "5", "6"}
+    assert workloads == {"1", "2", "3a", "3b", "3c", "4", "5", "6"}
     assert {r["impl"] for r in rows} >= {"ours", "raw SQL"}
     assert "ours ÷ this" in proc.stdout
 
