@@ -9,7 +9,7 @@ import argparse
 import os
 import sys
 
-WORKLOADS = ("append", "append_all", "history", "search", "fork", "convert")
+WORKLOADS = ("append", "append_all", "history", "search", "fork", "convert", "http")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,13 +21,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
     parser.add_argument("--no-peers", action="store_true")
     parser.add_argument("--only", default=",".join(WORKLOADS), help=f"comma-separated subset of {','.join(WORKLOADS)}")
+    parser.add_argument("--http-seconds", type=float, default=3.0, help="seconds per HTTP round (workload 7)")
     parser.add_argument("--json", default="bench/results/latest.json")
     parser.add_argument(
         "--charts", default=None, help="directory for the PNG charts (default bench/charts; none with --smoke)"
     )
     args = parser.parse_args(argv)
     if args.smoke:
-        args.n, args.search_rows, args.rounds = 100, 1_000, 1
+        args.n, args.search_rows, args.rounds, args.http_seconds = 100, 1_000, 1, 0.5
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.settings")
     import django
@@ -72,6 +73,10 @@ def main(argv: list[str] | None = None) -> int:
                 peer.close()
         for peer in peers:
             peer.close()
+        if "http" in only and database == "postgres":
+            from . import http_load
+
+            results += http_load.workload(alias, database, args.rounds, args.http_seconds)
     if args.smoke and "postgres" in chosen:
         connections["postgres"].close()
         _fresh_postgres(connections["postgres"].settings_dict, create=False)
