@@ -16,6 +16,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--smoke", action="store_true", help="100 rows per workload, 1 round (a quick check)")
     parser.add_argument("-n", type=int, default=10_000, help="messages per session (default 10,000)")
+    parser.add_argument("--append-n", type=int, default=None, help="appends one by one per implementation (default n)")
     parser.add_argument("--search-rows", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
@@ -28,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.smoke:
-        args.n, args.search_rows, args.rounds, args.http_seconds = 100, 1_000, 1, 0.5
+        args.n, args.append_n, args.search_rows, args.rounds, args.http_seconds = 100, 100, 1_000, 1, 0.5
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.settings")
     import django
@@ -56,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"== {database}: n={args.n}, rounds={args.rounds}, peers={[p.name for p in peers]}", flush=True)
         only = set(args.only.split(","))
         if "append" in only:
-            results += workloads.append_one_by_one(alias, database, args.n, peers)
+            results += workloads.append_one_by_one(alias, database, args.append_n or args.n, peers)
         if "append_all" in only:
             results += workloads.append_all(alias, database, args.n, peers, args.rounds)
         if "history" in only:

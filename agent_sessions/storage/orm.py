@@ -181,6 +181,9 @@ def recent_cte(vendor: str, *, latest: bool = False) -> str:
     return _RECENT_CTES[vendor, latest]
 
 
+# 1 when the session has any overlay, else NULL (parameter: the session id); read once per walk.
+_HAS_OVERLAYS = "(SELECT 1 FROM assistant_compactions o WHERE o.session_id = %s LIMIT 1)"
+
 # Joins a walk's rows back to their content, by the primary key (session_id, seq).
 _PATH_ROW = "m.session_id = path.sid AND m.seq = path.seq"
 
@@ -341,11 +344,21 @@ class DjangoSessionProvider:
         return [json.loads(r[0]) for r in rows]
 
     def get_history(self, leaf_id: str | None = None) -> list[dict]:
-        """Root→leaf path of ``leaf_id`` (or the latest leaf) with overlays applied; ``[]`` if unknown."""
-        path = self.get_raw_path(leaf_id)
-        if not path:
+        """Root→leaf path of ``leaf_id`` (or the latest leaf) with overlays applied; ``[]`` if unknown.
+
+        The walk also tells whether the session has any overlay, so a session without
+        one is read in a single query.
+        """
+        cte, params = self._walk(leaf_id)
+        rows = self._fetchall(
+            cte + f"SELECT m.content, CASE WHEN path.n = 0 THEN {_HAS_OVERLAYS} END FROM path "
+            "JOIN assistant_messages m ON " + _PATH_ROW + " ORDER BY path.n DESC",
+            [*params, self.session_id],
+        )
+        if not rows:
             return []
-        return apply_overlays(path, self.get_compactions())
+        path = [json.loads(r[0]) for r in rows]
+        return apply_overlays(path, self.get_compactions()) if rows[-1][1] is not None else path
 
     def get_path_length(self, leaf_id: str | None = None) -> int:
         """Number of stored messages from the root to the leaf (no overlays)."""
@@ -399,8 +412,8 @@ class DjangoSessionProvider:
             mbytes=self.backend.BYTES_EXPR.format(col="m.content"),
         )
         rows = self._fetchall(
-            sql + "SELECT path.n, path.total, m.content FROM path JOIN assistant_messages m ON " + _PATH_ROW + " "
-            "ORDER BY path.n",
+            sql + f"SELECT path.n, path.total, m.content, CASE WHEN path.n = 0 THEN {_HAS_OVERLAYS} END "
+            "FROM path JOIN assistant_messages m ON " + _PATH_ROW + " ORDER BY path.n",
             [
                 self.session_id,
                 *self._leaf_params(leaf_id),
@@ -408,6 +421,7 @@ class DjangoSessionProvider:
                 conf.max_path_depth(),
                 min_recent,
                 budget,
+                self.session_id,
             ],
         )
         kept = [r for r in rows if r[0] < min_recent or r[1] <= budget]
@@ -415,21 +429,24 @@ class DjangoSessionProvider:
         truncated = len(kept) < len(rows)
         window = [json.loads(r[2]) for r in reversed(kept)]
         total = int(kept[-1][1]) if kept else 0
-        messages = apply_overlays(window, self.get_compactions(), window=True) if window else []
+        if window and rows[0][3] is not None:  # rows[0] is the leaf (n = 0): the session has overlays
+            messages = apply_overlays(window, self.get_compactions(), window=True)
+        else:
+            messages = window
         return RecentHistory(messages=messages, truncated=truncated, total_content_bytes=total)
 
     def get_compactions(self) -> list[StoredCompaction]:
         """Every stored overlay of this session, oldest first."""
-        rows = Compaction.objects.using(self.using).filter(session_id=self.session_id).order_by("seq")
+        rows = self._fetchall(
+            "SELECT id, summary, from_message_id, to_message_id, created_at FROM assistant_compactions "
+            "WHERE session_id = %s ORDER BY seq",
+            [self.session_id],
+        )
         return [
             StoredCompaction(
-                id=c.compaction_id,
-                summary=c.summary,
-                from_message_id=c.from_message_id,
-                to_message_id=c.to_message_id,
-                created_at=c.created_at,
+                id=r[0], summary=r[1], from_message_id=r[2], to_message_id=r[3], created_at=as_datetime(r[4])
             )
-            for c in rows
+            for r in rows
         ]
 
     def search_messages(
@@ -635,18 +652,15 @@ class DjangoSessionProvider:
         )
 
     def _stored_totals(self, message_ids: list[str]) -> dict[str, tuple[str | None, int | None, int | None]]:
-        """``{id: (parent_id, depth, path_tokens)}`` of the given ids already stored here."""
+        """``{id: (parent_id, depth, path_tokens)}`` of the given ids already stored here (one query)."""
         ids = list(dict.fromkeys(message_ids))
-        found: dict[str, tuple[str | None, int | None, int | None]] = {}
-        for start in range(0, len(ids), self.bulk_batch_size):
-            chunk = ids[start : start + self.bulk_batch_size]
-            rows = self._fetchall(
-                "SELECT id, parent_id, depth, path_tokens FROM assistant_messages "
-                f"WHERE session_id = %s AND id IN ({_placeholders(len(chunk))})",
-                [self.session_id, *chunk],
-            )
-            found.update({r[0]: (r[1], r[2], r[3]) for r in rows})
-        return found
+        membership, param = self.backend.in_list(ids)
+        rows = self._fetchall(
+            "SELECT id, parent_id, depth, path_tokens FROM assistant_messages "
+            f"WHERE session_id = %s AND id {membership}",
+            [self.session_id, param],
+        )
+        return {r[0]: (r[1], r[2], r[3]) for r in rows}
 
     def get_path_rows(self, leaf_id: str) -> list[dict]:
         """Root→leaf rows as stored (one query), for copying a path.
@@ -725,14 +739,12 @@ class DjangoSessionProvider:
         per_statement = max(1, min(self.bulk_batch_size, max_params // len(columns)))
         adapt = self.connection.ops.adapt_datetimefield_value
         now = timezone.now()
-        sql = f"INSERT INTO assistant_messages ({', '.join(columns)}) VALUES "
-        row_sql = f"({_placeholders(len(columns))})"
         param_rows = []
         for row in rows:
             row = {**row, "created_at": adapt(row.get("created_at") or now)}
             param_rows.append([self.session_id, *(row.get(c, _BULK_DEFAULTS.get(c)) for c in self.bulk_columns)])
         with self.connection.cursor() as cursor:
-            self.backend.insert_many(cursor, sql, row_sql, param_rows, per_statement)
+            self.backend.insert_many(cursor, "assistant_messages", columns, param_rows, per_statement)
 
 
 def search(

@@ -126,10 +126,18 @@ TRIGRAM_UNINSTALL = [
 ]
 
 
-def insert_many(cursor, head: str, row_sql: str, param_rows: list[list], per_statement: int) -> None:
-    """Bulk insert with ``executemany`` (psycopg pipelines it): building one huge
-    multi-row statement cost more in client-side query parsing than the inserts."""
-    cursor.executemany(head + row_sql, param_rows)
+def insert_many(cursor, table: str, columns: tuple[str, ...], param_rows: list[list], per_statement: int) -> None:
+    """Bulk insert with one ``COPY … FROM STDIN``: one statement, so statement-level triggers fire
+    once, and no per-row parse or bind (executemany updated the session's counter row per row)."""
+    statement = f"COPY {table} ({', '.join(columns)}) FROM STDIN"
+    with cursor.db.wrap_database_errors, cursor.cursor.copy(statement) as copy:
+        for row in param_rows:
+            copy.write_row(row)
+
+
+def in_list(values: list[str]) -> tuple[str, object]:
+    """``column <this>`` tests membership in ``values``, bound as one array parameter."""
+    return "= ANY(%s)", list(values)
 
 
 def reserve_write(cursor) -> None:

@@ -7,6 +7,8 @@ its first read, so two writers can never pick the same parent.
 
 from __future__ import annotations
 
+import json
+
 from .. import triggers
 from ..search import fts5, plan
 from ..search.run import Searcher
@@ -131,11 +133,18 @@ TRIGRAM_UNINSTALL = [
 ]
 
 
-def insert_many(cursor, head: str, row_sql: str, param_rows: list[list], per_statement: int) -> None:
+def insert_many(cursor, table: str, columns: tuple[str, ...], param_rows: list[list], per_statement: int) -> None:
     """Bulk insert as multi-row ``INSERT … VALUES (…), (…)`` statements (faster than executemany here)."""
+    head = f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
+    row_sql = "(" + ", ".join(["%s"] * len(columns)) + ")"
     for start in range(0, len(param_rows), per_statement):
         chunk = param_rows[start : start + per_statement]
         cursor.execute(head + ", ".join([row_sql] * len(chunk)), [v for row in chunk for v in row])
+
+
+def in_list(values: list[str]) -> tuple[str, object]:
+    """``column <this>`` tests membership in ``values``, bound as one JSON array parameter."""
+    return "IN (SELECT value FROM json_each(%s))", json.dumps(values)
 
 
 def reserve_write(cursor) -> None:
