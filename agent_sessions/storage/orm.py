@@ -287,17 +287,14 @@ class DjangoSessionProvider:
 
     def _fetchall(self, sql: str, params: list) -> list[tuple]:
         def read() -> list[tuple]:
-            with self.connection.cursor() as cursor:
-                cursor.execute(sql, params)
-                return cursor.fetchall()
+            return self.backend.fetch(self.connection, sql, params)
 
         return read_with_retry(self.using, read)
 
     def _fetchone(self, sql: str, params: list) -> tuple | None:
         def read() -> tuple | None:
-            with self.connection.cursor() as cursor:
-                cursor.execute(sql, params)
-                return cursor.fetchone()
+            rows = self.backend.fetch(self.connection, sql, params, one=True)
+            return rows[0] if rows else None
 
         return read_with_retry(self.using, read)
 

@@ -73,6 +73,30 @@ def install_sql() -> list[str]:
     return _install_sql()
 
 
+def fetch(connection, sql: str, params: list, *, one: bool = False) -> list[tuple]:
+    """Run a read on the bare psycopg connection with server-side binding: the parameters travel
+    apart from the query text, so neither psycopg (quoting each value into the text, as Django's
+    client-side cursor does) nor Postgres (parsing those literals) handles them as SQL text.
+    Preparing stays as Django configured it (``prepare_threshold``, off unless set).
+
+    Django's cursor is kept while queries are logged or wrapped (debug toolbars, query-count
+    checks, tests), so those still see every read."""
+    if connection.queries_logged or connection.execute_wrappers:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            row = cursor.fetchone() if one else None
+            return ([row] if row is not None else []) if one else cursor.fetchall()
+    with connection.wrap_database_errors:
+        connection.ensure_connection()
+        cursor = connection.connection.cursor()
+    with connection.wrap_database_errors, cursor:
+        cursor.execute(sql, params)
+        if one:
+            row = cursor.fetchone()
+            return [row] if row is not None else []
+        return cursor.fetchall()
+
+
 def lock_session(cursor, session_id: str) -> None:
     """Serialise writers of one session until the transaction ends (advisory lock)."""
     cursor.execute(_LOCK, [lock_key(session_id)])

@@ -73,6 +73,16 @@ UNINSTALL = [
 ]
 
 
+def fetch(connection, sql: str, params: list, *, one: bool = False) -> list[tuple]:
+    """Run a read through Django's cursor."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        if one:
+            row = cursor.fetchone()
+            return [row] if row is not None else []
+        return cursor.fetchall()
+
+
 def lock_session(cursor, session_id: str) -> None:
     """Nothing to do: SQLite serialises writers (see the module docstring)."""
 
