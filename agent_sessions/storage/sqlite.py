@@ -7,7 +7,9 @@ its first read, so two writers can never pick the same parent.
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 
 from .. import triggers
 from ..search import fts5, plan
@@ -73,14 +75,33 @@ UNINSTALL = [
 ]
 
 
+@functools.lru_cache(maxsize=256)
+def _qmark(sql: str) -> str:
+    """Django's ``%s`` placeholders as sqlite3's ``?`` (``%%`` as ``%``), converted once per statement text."""
+    return re.sub(r"(?<!%)%s", "?", sql).replace("%%", "%")
+
+
 def fetch(connection, sql: str, params: list, *, one: bool = False) -> list[tuple]:
-    """Run a read through Django's cursor."""
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        if one:
-            row = cursor.fetchone()
-            return [row] if row is not None else []
-        return cursor.fetchall()
+    """Run a read on the bare sqlite3 connection, its placeholders converted once per statement
+    (Django's cursor converts the whole text again on every call, a visible share of a short read).
+
+    Django's cursor is kept while queries are logged or wrapped (debug toolbars, query-count
+    checks, tests), so those still see every read."""
+    if connection.queries_logged or connection.execute_wrappers:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            row = cursor.fetchone() if one else None
+            return ([row] if row is not None else []) if one else cursor.fetchall()
+    with connection.wrap_database_errors:
+        connection.ensure_connection()
+        cursor = connection.connection.execute(_qmark(sql), params)
+        try:
+            if one:
+                row = cursor.fetchone()
+                return [row] if row is not None else []
+            return cursor.fetchall()
+        finally:
+            cursor.close()
 
 
 def lock_session(cursor, session_id: str) -> None:
