@@ -65,7 +65,9 @@ API_FUZZ_EXAMPLES ?= 300
 api-fuzz: install
 	$(PY) -m scripts.api_fuzz --db sqlite --db postgres --examples $(API_FUZZ_EXAMPLES)
 
+# The peers and matplotlib (charts) come from requirements-bench.txt.
 bench: install
+	$(PY) -m pip install -q -r requirements-bench.txt
 	$(PY) -m bench
 
 bench-smoke: install

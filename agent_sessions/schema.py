@@ -75,7 +75,7 @@ def uninstall_sqlite_triggers(apps, schema_editor) -> None:
             schema_editor.execute(statement)
 
 
-# The path walk's key (see storage.orm._PATH_KEY) with session_id as a column of
+# The path walk's key (see storage.walks.PATH_KEY) with session_id as a column of
 # its own, so the unique index is allowed on a table partitioned by session_id.
 PATH_KEY_INDEX = (
     "CREATE UNIQUE INDEX IF NOT EXISTS assistant_msg_path_key ON assistant_messages "

@@ -10,22 +10,27 @@ import os
 import sys
 from pathlib import Path
 
-WORKLOADS = ("append", "append_all", "history", "search", "fork", "convert")
+WORKLOADS = ("append", "append_all", "history", "search", "fork", "convert", "http")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--smoke", action="store_true", help="100 rows per workload, 1 round (a quick check)")
     parser.add_argument("-n", type=int, default=10_000, help="messages per session (default 10,000)")
+    parser.add_argument("--append-n", type=int, default=None, help="appends one by one per implementation (default n)")
     parser.add_argument("--search-rows", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
     parser.add_argument("--no-peers", action="store_true")
     parser.add_argument("--only", default=",".join(WORKLOADS), help=f"comma-separated subset of {','.join(WORKLOADS)}")
+    parser.add_argument("--http-seconds", type=float, default=3.0, help="seconds per HTTP round (workload 7)")
     parser.add_argument("--json", default="bench/results/latest.json")
+    parser.add_argument(
+        "--charts", default=None, help="directory for the PNG charts (default bench/charts; none with --smoke)"
+    )
     args = parser.parse_args(argv)
     if args.smoke:
-        args.n, args.search_rows, args.rounds = 100, 1_000, 1
+        args.n, args.append_n, args.search_rows, args.rounds, args.http_seconds = 100, 100, 1_000, 1, 0.5
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.settings")
     import django
@@ -36,6 +41,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from . import convert, workloads
     from . import peers as peer_mod
+    from .charts import draw
+    from .goals import evaluate, print_goals
     from .harness import dump_json, print_table
 
     aliases = {"sqlite": "default", "postgres": "postgres"}
@@ -51,11 +58,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"== {database}: n={args.n}, rounds={args.rounds}, peers={[p.name for p in peers]}", flush=True)
         only = set(args.only.split(","))
         if "append" in only:
-            results += workloads.append_one_by_one(alias, database, args.n, peers)
+            results += workloads.append_one_by_one(alias, database, args.append_n or args.n, peers)
         if "append_all" in only:
             results += workloads.append_all(alias, database, args.n, peers, args.rounds)
         if "history" in only:
             results += workloads.history_reads(alias, database, args.n, peers, args.rounds)
+            results += workloads.history_by_depth(alias, database, args.n, peers, args.rounds)
         if "search" in only:
             results += workloads.search(alias, database, args.search_rows, args.rounds)
         if "fork" in only:
@@ -67,15 +75,36 @@ def main(argv: list[str] | None = None) -> int:
                 peer.close()
         for peer in peers:
             peer.close()
+        if "http" in only and database == "postgres":
+            from . import http_load
+
+            results += http_load.workload(alias, database, args.rounds, args.http_seconds)
     if args.smoke and "postgres" in chosen:
         connections["postgres"].close()
         _fresh_postgres(connections["postgres"].settings_dict, create=False)
     print()
     print_table(results)
+    goals = evaluate(results)
+    print_goals(goals)
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    dump_json(results, args.json)
+    dump_json(results, args.json, goals=goals, machine=machine())
     print(f"JSON: {args.json}")
+    charts = args.charts if args.charts is not None else ("" if args.smoke else "bench/charts")
+    for path in draw(results, charts) if charts else []:
+        print(f"chart: {path}")
     return 0
+
+
+def machine() -> dict:
+    """Where and under what load the run happened (the machine is shared: ratios in one run count)."""
+    import platform
+
+    return {
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+    }
 
 
 def _fresh_postgres(settings_dict: dict, *, create: bool = True) -> None:

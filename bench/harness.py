@@ -22,6 +22,8 @@ class Result:
     median_s: float
     rounds: int
     extra: dict[str, Any] = field(default_factory=dict)
+    series: list[tuple[float, float]] = field(default_factory=list)
+    """Points ``(x, seconds)`` for the charts (per-append latency by session size, read time by depth)."""
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -44,6 +46,14 @@ def per_op_medians(times: list[float], window: int) -> tuple[float, float]:
     """Median of the first and of the last ``window`` per-operation timings."""
     window = max(1, min(window, len(times) // 2 or 1))
     return statistics.median(times[:window]), statistics.median(times[-window:])
+
+
+def binned(times: list[float], bins: int = 200) -> list[tuple[float, float]]:
+    """``times`` (one per operation, in order) as ``bins`` points ``(operation index, median of its bin)``."""
+    if not times:
+        return []
+    size = max(1, len(times) // bins)
+    return [(start + size / 2, statistics.median(times[start : start + size])) for start in range(0, len(times), size)]
 
 
 def fmt_time(seconds: float) -> str:
@@ -71,8 +81,11 @@ def print_table(results: list[Result]) -> None:
         print()
 
 
-def dump_json(results: list[Result], path: str) -> None:
+def dump_json(results: list[Result], path: str, **about: Any) -> None:
+    """The results as a JSON list of rows; ``about`` (goals, machine), if given, beside it in ``<name>.goals.json``."""
     Path(path).write_text(json.dumps([asdict(r) for r in results], indent=2, default=str), encoding="utf-8")
+    if about:
+        Path(path).with_suffix(".goals.json").write_text(json.dumps(about, indent=2, default=str), encoding="utf-8")
 
 
 def script_main(argv: list[str], run: Callable[[int, str], object], default_size: int) -> None:

@@ -17,7 +17,7 @@ from agent_sessions.storage import orm, walks
 from agent_sessions.tokens import estimate_one_message_tokens
 from agent_sessions.types import dump_message, text_content, tool_text
 
-from .harness import Result, median_of, per_op_medians, timed
+from .harness import Result, binned, median_of, per_op_medians, timed
 
 WORDS = [f"w{i:04d}" for i in range(3000)] + ["deploy", "friday", "database", "weather", "kyoto", "invoice"]
 
@@ -118,8 +118,8 @@ class Raw:
     def leaf(self, session_id: str) -> str:
         return self.execute(walks.LATEST_LEAF, walks.latest_leaf_params(session_id)).fetchone()[0]
 
-    def history(self, session_id: str) -> list[dict]:
-        leaf = self.leaf(session_id)
+    def history(self, session_id: str, leaf: str | None = None) -> list[dict]:
+        leaf = leaf or self.leaf(session_id)
         cur = self.execute(
             walks.path_cte(self.vendor) + "SELECT m.content FROM path "
             "JOIN assistant_messages m ON m.session_id = path.sid AND m.seq = path.seq "
@@ -156,6 +156,14 @@ class Raw:
             )
         return cur.fetchall()
 
+    def register(self, session_id: str) -> None:
+        """The target's ``assistant_sessions`` row, so the insert's triggers do the work they do for a real fork."""
+        self.execute(
+            "INSERT INTO assistant_sessions (id, name, parent_session_id, created_at, updated_at) "
+            "VALUES (%s, %s, NULL, %s, %s)",
+            [session_id, "raw fork", self.now(), self.now()],
+        )
+
     def fork(self, source: str, target: str, leaf: str) -> int:
         statement = (
             walks.path_cte(self.vendor)
@@ -168,8 +176,13 @@ class Raw:
         params = [source, leaf, walks.path_key_prefix(source), 10**9, target]
         if self.vendor == "postgresql":
             with self.conn.transaction():
+                self.register(target)
                 return self.conn.cursor().execute(statement, params).rowcount
-        return self.execute(statement, params).rowcount
+        self.conn.execute("BEGIN")
+        self.register(target)
+        count = self.execute(statement, params).rowcount
+        self.conn.execute("COMMIT")
+        return count
 
 
 def analyze(alias: str) -> None:
@@ -202,6 +215,7 @@ def append_one_by_one(alias: str, database: str, n: int, peers: list) -> list[Re
                 end,
                 n,
                 {"start": f"{start * 1e6:.0f}µs", "end/start": f"{end / start:.2f}"},
+                binned(times),
             )
         )
 
@@ -301,6 +315,37 @@ def history_reads(alias: str, database: str, n: int, peers: list, rounds: int) -
                     rounds,
                 )
             )
+    return results
+
+
+DEPTHS = (10, 100, 1_000, 2_500, 5_000, 10_000)
+
+
+def history_by_depth(alias: str, database: str, n: int, peers: list, rounds: int) -> list[Result]:
+    """Workload 3c (charted): history-read time against path depth, up to n, on one n-message session.
+
+    Ours and raw read the path ending at the d-th message; peers read their newest d items
+    (``get_items(limit=d)``), the same amount of data from a flat list.
+    """
+    sid = _sid("depth")
+    raw = Raw(alias)
+    raw.append_all(sid, [message(i) for i in range(n)])
+    analyze(alias)
+    session = Session.create(using=alias).for_session(sid)
+    depths = [d for d in DEPTHS if d <= n] or [n]
+    impls = [
+        ("ours", lambda d: session.get_history(f"m{d - 1}")),
+        ("raw SQL", lambda d: raw.history(sid, f"m{d - 1}")),
+    ]
+    for peer in peers:
+        if peer.recent(1) is not None:
+            if len(peer.history()) < n:
+                peer.append_all([peer_item(i) for i in range(n)])
+            impls.append((peer.name, lambda d, peer=peer: peer.recent(d)))
+    results = []
+    for name, read in impls:
+        points = [(d, median_of(lambda d=d, read=read: read(d), rounds)) for d in depths]
+        results.append(Result("3c. history by path depth (deepest)", database, name, points[-1][1], rounds, {}, points))
     return results
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+import uuid
 
 import pytest
 from django.db import connection
@@ -11,6 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from agent_sessions import SessionManager
 from agent_sessions.manager import SessionNotFound
 from agent_sessions.models import Message, SessionRecord
+from agent_sessions.types import dump_message
 from tests.conftest import msg
 
 pytestmark = pytest.mark.django_db
@@ -136,3 +139,55 @@ def test_fork_query_count_does_not_grow_with_the_path(manager, n):
     # never a query per message.
     assert len(ctx.captured_queries) <= 9 + math.ceil(n / 50)
     assert manager.get_session(forked.id).get_path_length() == n
+
+
+def _stored(session_id):
+    return list(
+        Message.objects.filter(session_id=session_id)
+        .order_by("seq")
+        .values_list("message_id", "parent_id", "origin_id", "depth", "tokens", "path_tokens", "content")
+    )
+
+
+def test_fork_in_sql_mints_uuid4_ids_and_rewrites_only_the_id(manager):
+    s = manager.create("Odd ids").id
+    odd = ['q"uote', "back\\slash", "new\nline", "ünï 中文", "tab\there"]
+    manager.append_all(s, [msg(i, extra={"k": [1.5, 1e16, {"id": i}]}) for i in odd])
+    with CaptureQueriesContext(connection) as ctx:
+        forked = manager.fork(s, odd[-1], "Fork")
+    inserts = [q["sql"] for q in ctx.captured_queries if "INSERT INTO assistant_messages" in q["sql"]]
+    assert len(inserts) == 1
+    assert "SELECT new_id" in inserts[0]  # the SQL copy, not the Python fallback
+    mapping = manager.fork_mapping(forked.id)
+    assert list(mapping) == odd
+    for copy_id in mapping.values():
+        assert uuid.UUID(copy_id).version == 4
+        assert uuid.UUID(copy_id).hex == copy_id
+    originals = {r[0]: r for r in _stored(s)}
+    for copy_id, parent, origin, depth, tokens, path_tokens, content in _stored(forked.id):
+        original = originals[origin]
+        assert (depth, tokens, path_tokens) == original[3:6]
+        assert parent == (mapping[original[1]] if original[1] else None)
+        expected = json.loads(original[6])
+        expected["id"] = copy_id
+        assert content == dump_message(expected)  # byte for byte what a Python copy writes
+
+
+def test_fork_of_foreign_rows_copies_in_python(manager):
+    """Rows a foreign writer stored (id not first in the JSON, no token count) still fork exactly."""
+    s = manager.create("Foreign").id
+    manager.append_all(s, [msg("a"), msg("b")])
+    Message.objects.filter(session_id=s, message_id="b").update(
+        content=json.dumps({"role": "user", "parts": [{"type": "text", "text": "b text"}], "id": "b"}), tokens=None
+    )
+    with CaptureQueriesContext(connection) as ctx:
+        forked = manager.fork(s, "b", "Fork")
+    inserts = [q["sql"] for q in ctx.captured_queries if "INSERT INTO assistant_messages" in q["sql"]]
+    assert "SELECT new_id" in inserts[0]  # the SQL copy was tried, wrote nothing, and the Python copy did
+    mapping = manager.fork_mapping(forked.id)
+    history = manager.get_history(forked.id)
+    assert [m["id"] for m in history] == [mapping["a"], mapping["b"]]
+    assert texts(history) == ["a text", "b text"]
+    rows = _stored(forked.id)
+    assert [r[3] for r in rows] == [1, 2]
+    assert all(r[4] is not None and r[5] is not None for r in rows)

@@ -370,3 +370,27 @@ def test_for_session_after_other_builders_still_namespaces(session_id):
     s = Session.create().with_cached_prompt().for_session(session_id)
     s.append_message(msg("a"))
     assert Message.objects.get(message_id="a", session_id=session_id)
+
+
+@pytest.mark.postgres_only
+def test_reads_on_postgres_through_psycopgs_own_cursor_match_djangos():
+    """Hot reads bind server-side on the bare connection, and return what Django's cursor returns."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from agent_sessions.storage.orm import DjangoSessionProvider
+
+    provider = DjangoSessionProvider("bare-reads")
+    provider.append_message({"id": "p0", "role": "user", "parts": [{"type": "text", "text": "t0"}]})
+    provider.append_message({"id": "p1", "role": "user", "parts": [{"type": "text", "text": "t1 % ' \\ ünï"}]})
+    provider.add_compaction("summary", "p0", "p0")
+
+    def reads():
+        return provider.get_history(), provider.get_recent_history(max_content_bytes=10**6), provider.get_compactions()
+
+    bare = reads()
+    with CaptureQueriesContext(connection) as ctx:  # logged: Django's cursor
+        logged = reads()
+    assert len(ctx.captured_queries) >= 3
+    assert bare == logged
+    assert [m["id"] for m in bare[0]][1:] == ["p1"]

@@ -144,6 +144,12 @@ ALLOWED: dict[str, dict[str, str]] = {
         "walk": "path_cte() (module constants)",
         "parent_sql": "one of three module-constant subqueries",
         "sql": "recent_cte() (module constants) formatted with BYTES_EXPR",
+        "membership": "backend.in_list(): a constant membership test with one %s placeholder",
+        "new_id": "backend NEW_ID_EXPR (a constant) formatted with a code-literal column",
+        "_COPY_COLUMNS": "module constant: the column list of copy_path_to",
+        "backend.RANDOM_HEX_EXPR": "backend constant: a random-hex SQL expression",
+        "quote": "backend JSON_QUOTE_EXPR (a constant) formatted with a code-literal column",
+        "_HAS_OVERLAYS": "module constant: the overlay-existence subquery (%s placeholder)",
     },
     "storage/postgres.py": {
         "table": "code-literal table names (upgrade_keys)",
@@ -156,6 +162,7 @@ ALLOWED: dict[str, dict[str, str]] = {
         "sql": "orm._INSERT formatted with one of its module-constant parent subqueries (locked_insert)",
         "head": "orm.insert_rows: 'INSERT INTO assistant_messages (<bulk_columns>) VALUES '",
         "row_sql": "'(%s, …)' only",
+        "', '.join(columns)": "insert_many: session_id + orm bulk_columns (a class constant)",
     },
     "storage/postgres_partitions.py": {
         "table": "one of TABLES (checked on entry)",
@@ -192,6 +199,7 @@ ALLOWED: dict[str, dict[str, str]] = {
         "head": "orm.insert_rows: 'INSERT INTO assistant_messages (<bulk_columns>) VALUES '",
         "', '.join([row_sql] * len(chunk))": "repeated '(%s, …)' groups",
         "row_sql": "'(%s, …)' only",
+        "', '.join(columns)": "insert_many: session_id + orm bulk_columns (a class constant)",
     },
 }
 

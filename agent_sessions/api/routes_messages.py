@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
+from django.db import connections, transaction
 from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Status
 
 from ..manager import SessionManager
 from ..manager.rows import update as touch_record
 from ..models import Message
+from ..storage import backends
 from ..storage.orm import OMITTED
 from .access import message_exists, owned_manager, require_message, writable_manager
 from .errors import ApiError, not_found
@@ -106,9 +107,12 @@ def append_message(request: HttpRequest, response: HttpResponse, session_id: str
     """201 (with ``Location``) when stored; 200 with ``inserted: false`` when the id already exists here
     (nothing changes); 409 once the session has ended."""
     manager, parent = _open_for_append(request, session_id, payload)
-    inserted = manager.get_session(session_id).append_message(message_dict(payload.message), parent)
-    if inserted:
-        _touch(manager, session_id)
+    # One transaction for the insert and the touch: one commit (one WAL flush) per append, not two.
+    with transaction.atomic(using=manager.using), connections[manager.using].cursor() as cursor:
+        backends.for_alias(manager.using).reserve_write(cursor)  # SQLite: the write lock before FTS5 is read
+        inserted = manager.get_session(session_id).append_message(message_dict(payload.message), parent)
+        if inserted:
+            _touch(manager, session_id)
     _message_location(response, session_id, payload.message.id)
     return Status(201 if inserted else 200, {"id": payload.message.id, "inserted": inserted})
 

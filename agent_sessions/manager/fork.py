@@ -14,10 +14,21 @@ from ..types import dump_message
 def copy_path(source: DjangoSessionProvider, target_session_id: str, at_message_id: str) -> dict[str, str]:
     """Copy the path ending at ``at_message_id`` under new ids; returns ``{original id: new id}``.
 
-    One read for the path, multi-row INSERTs for the copies, and the overlays that
-    lie wholly on the path are carried over with mapped ids.  Run it inside a
-    transaction.  An unknown message copies nothing and returns ``{}``.
+    The rows are copied in SQL, ids minted there too (one ``INSERT … SELECT``); a path
+    SQL cannot copy as is (rows from a foreign writer) is copied here in Python.  The
+    overlays that lie wholly on the path are carried over with mapped ids.  Run it
+    inside a transaction.  An unknown message copies nothing and returns ``{}``.
     """
+    pairs = source.copy_path_to(target_session_id, at_message_id)
+    if pairs:
+        mapping = dict(pairs)
+        _copy_overlays(source, target_session_id, [origin for origin, _ in pairs], mapping)
+        return mapping
+    return _copy_path_in_python(source, target_session_id, at_message_id)
+
+
+def _copy_path_in_python(source: DjangoSessionProvider, target_session_id: str, at_message_id: str) -> dict[str, str]:
+    """The row-by-row copy: every id, parent and total computed here, then multi-row INSERTs."""
     rows = source.get_path_rows(at_message_id)
     if not rows:
         return {}

@@ -1,4 +1,4 @@
-"""An expression index for the path walk's parent lookup (see storage.orm._PATH_KEY).
+"""An expression index for the path walk's parent lookup (see storage.walks.PATH_KEY).
 
 The same DDL on SQLite and Postgres; ``IF NOT EXISTS`` so a database laid out
 by hand or migrated twice is fine.

@@ -44,6 +44,12 @@ OMITTED = object()
 
 _COLUMNS = "id, session_id, parent_id, role, content, text_content, tool_text, created_at, tokens, depth, path_tokens"
 
+_COPY_COLUMNS = (
+    "id, session_id, parent_id, role, content, text_content, tool_text, created_at, tokens, depth, path_tokens, "
+    "origin_id"
+)
+"""Columns :meth:`DjangoSessionProvider.copy_path_to` fills, in its SELECT's order."""
+
 _BULK_DEFAULTS = {"tool_text": ""}
 """Values :meth:`DjangoSessionProvider.insert_rows` uses for keys a row leaves out (NOT NULL columns)."""
 
@@ -61,6 +67,9 @@ _INSERT = (
     "WHERE true ON CONFLICT (session_id, id) DO NOTHING "
     "RETURNING seq, parent_id, depth, path_tokens"
 )
+
+# 1 when the session has any overlay, else NULL (parameter: the session id); read once per walk.
+_HAS_OVERLAYS = "(SELECT 1 FROM assistant_compactions o WHERE o.session_id = %s LIMIT 1)"
 
 # Re-derive depth and running tokens below the given roots (after an update
 # or a delete changed what lies above them).
@@ -167,17 +176,14 @@ class DjangoSessionProvider:
 
     def _fetchall(self, sql: str, params: list) -> list[tuple]:
         def read() -> list[tuple]:
-            with self.connection.cursor() as cursor:
-                cursor.execute(sql, params)
-                return cursor.fetchall()
+            return self.backend.fetch(self.connection, sql, params)
 
         return read_with_retry(self.using, read)
 
     def _fetchone(self, sql: str, params: list) -> tuple | None:
         def read() -> tuple | None:
-            with self.connection.cursor() as cursor:
-                cursor.execute(sql, params)
-                return cursor.fetchone()
+            rows = self.backend.fetch(self.connection, sql, params, one=True)
+            return rows[0] if rows else None
 
         return read_with_retry(self.using, read)
 
@@ -217,11 +223,21 @@ class DjangoSessionProvider:
         return [json.loads(r[0]) for r in rows]
 
     def get_history(self, leaf_id: str | None = None) -> list[dict]:
-        """Root→leaf path of ``leaf_id`` (or the latest leaf) with overlays applied; ``[]`` if unknown."""
-        path = self.get_raw_path(leaf_id)
-        if not path:
+        """Root→leaf path of ``leaf_id`` (or the latest leaf) with overlays applied; ``[]`` if unknown.
+
+        The walk also tells whether the session has any overlay, so a session without
+        one is read in a single query.
+        """
+        cte, params = self._walk(leaf_id)
+        rows = self._fetchall(
+            cte + f"SELECT m.content, CASE WHEN path.n = 0 THEN {_HAS_OVERLAYS} END FROM path "
+            "JOIN assistant_messages m ON " + PATH_ROW + " ORDER BY path.n DESC",
+            [*params, self.session_id],
+        )
+        if not rows:
             return []
-        return apply_overlays(path, self.get_compactions())
+        path = [json.loads(r[0]) for r in rows]
+        return apply_overlays(path, self.get_compactions()) if rows[-1][1] is not None else path
 
     def get_path_length(self, leaf_id: str | None = None) -> int:
         """Number of stored messages from the root to the leaf (no overlays)."""
@@ -275,8 +291,8 @@ class DjangoSessionProvider:
             mbytes=self.backend.BYTES_EXPR.format(col="m.content"),
         )
         rows = self._fetchall(
-            sql + "SELECT path.n, path.total, m.content FROM path JOIN assistant_messages m ON " + PATH_ROW + " "
-            "ORDER BY path.n",
+            sql + f"SELECT path.n, path.total, m.content, CASE WHEN path.n = 0 THEN {_HAS_OVERLAYS} END "
+            "FROM path JOIN assistant_messages m ON " + PATH_ROW + " ORDER BY path.n",
             [
                 self.session_id,
                 *self._leaf_params(leaf_id),
@@ -284,6 +300,7 @@ class DjangoSessionProvider:
                 conf.max_path_depth(),
                 min_recent,
                 budget,
+                self.session_id,
             ],
         )
         kept = [r for r in rows if r[0] < min_recent or r[1] <= budget]
@@ -291,21 +308,24 @@ class DjangoSessionProvider:
         truncated = len(kept) < len(rows)
         window = [json.loads(r[2]) for r in reversed(kept)]
         total = int(kept[-1][1]) if kept else 0
-        messages = apply_overlays(window, self.get_compactions(), window=True) if window else []
+        if window and rows[0][3] is not None:  # rows[0] is the leaf (n = 0): the session has overlays
+            messages = apply_overlays(window, self.get_compactions(), window=True)
+        else:
+            messages = window
         return RecentHistory(messages=messages, truncated=truncated, total_content_bytes=total)
 
     def get_compactions(self) -> list[StoredCompaction]:
         """Every stored overlay of this session, oldest first."""
-        rows = Compaction.objects.using(self.using).filter(session_id=self.session_id).order_by("seq")
+        rows = self._fetchall(
+            "SELECT id, summary, from_message_id, to_message_id, created_at FROM assistant_compactions "
+            "WHERE session_id = %s ORDER BY seq",
+            [self.session_id],
+        )
         return [
             StoredCompaction(
-                id=c.compaction_id,
-                summary=c.summary,
-                from_message_id=c.from_message_id,
-                to_message_id=c.to_message_id,
-                created_at=c.created_at,
+                id=r[0], summary=r[1], from_message_id=r[2], to_message_id=r[3], created_at=as_datetime(r[4])
             )
-            for c in rows
+            for r in rows
         ]
 
     def visible_history_tokens(self, leaf_id: str | None = None, path_tokens: int | None = None) -> int | None:
@@ -527,18 +547,15 @@ class DjangoSessionProvider:
         )
 
     def _stored_totals(self, message_ids: list[str]) -> dict[str, tuple[str | None, int | None, int | None]]:
-        """``{id: (parent_id, depth, path_tokens)}`` of the given ids already stored here."""
+        """``{id: (parent_id, depth, path_tokens)}`` of the given ids already stored here (one query)."""
         ids = list(dict.fromkeys(message_ids))
-        found: dict[str, tuple[str | None, int | None, int | None]] = {}
-        for start in range(0, len(ids), self.bulk_batch_size):
-            chunk = ids[start : start + self.bulk_batch_size]
-            rows = self._fetchall(
-                "SELECT id, parent_id, depth, path_tokens FROM assistant_messages "
-                f"WHERE session_id = %s AND id IN ({_placeholders(len(chunk))})",
-                [self.session_id, *chunk],
-            )
-            found.update({r[0]: (r[1], r[2], r[3]) for r in rows})
-        return found
+        membership, param = self.backend.in_list(ids)
+        rows = self._fetchall(
+            "SELECT id, parent_id, depth, path_tokens FROM assistant_messages "
+            f"WHERE session_id = %s AND id {membership}",
+            [self.session_id, param],
+        )
+        return {r[0]: (r[1], r[2], r[3]) for r in rows}
 
     def get_path_rows(self, leaf_id: str) -> list[dict]:
         """Root→leaf rows as stored (one query), for copying a path.
@@ -553,6 +570,42 @@ class DjangoSessionProvider:
         )
         keys = ("id", "role", "content", "text_content", "tool_text", "created_at", "tokens")
         return [dict(zip(keys, (*r[:5], as_datetime(r[5]), r[6]), strict=True)) for r in rows]
+
+    def copy_path_to(self, target_session_id: str, leaf_id: str) -> list[tuple[str, str]]:
+        """Copy the root→``leaf_id`` path into ``target_session_id`` under fresh uuid4-hex ids, in one statement.
+
+        Ids, parents, depths and running token totals are computed in SQL and the rows
+        copied with one ``INSERT … SELECT`` (which also fires the per-statement triggers
+        once).  Each copy's JSON gets its new id in place of the old one, leaving the rest
+        of the stored text as it was.  Returns ``[(original id, copy id)]`` root first, or
+        ``[]`` with nothing written when the leaf is unknown or a row on the path cannot
+        be copied this way (its JSON does not start with its id, or it has no token
+        count: rows from a foreign writer); :func:`agent_sessions.manager.fork.copy_path`
+        then copies in Python.
+        """
+        backend = self.backend
+        quote = backend.JSON_QUOTE_EXPR.format(col="m.id")
+        new_id = backend.NEW_ID_EXPR.format(h="src.h")
+        sql = (
+            path_cte(self.connection.vendor) + ", src AS MATERIALIZED ("
+            "SELECT m.id, m.role, m.content, m.text_content, m.tool_text, m.created_at, m.tokens, path.n, "
+            f"{backend.RANDOM_HEX_EXPR} AS h, '{{\"id\":' || {quote} AS old_prefix "
+            "FROM path JOIN assistant_messages m ON " + PATH_ROW + "), "
+            f"copies AS (SELECT {new_id} AS new_id, src.* FROM src) "
+            f"INSERT INTO assistant_messages ({_COPY_COLUMNS}) "
+            "SELECT new_id, %s, lag(new_id) OVER w, role, "
+            "'{\"id\":\"' || new_id || '\"' || substr(content, length(old_prefix) + 1), "
+            "text_content, tool_text, created_at, tokens, row_number() OVER w, sum(tokens) OVER w, id "
+            "FROM copies WHERE NOT EXISTS (SELECT 1 FROM src bad WHERE bad.tokens IS NULL "
+            "OR substr(bad.content, 1, length(bad.old_prefix)) <> bad.old_prefix) "
+            "WINDOW w AS (ORDER BY n DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) "
+            "ORDER BY n DESC RETURNING depth, origin_id, id"
+        )
+        with self.connection.cursor() as cursor:
+            cursor.execute(sql, [*self._path_params(leaf_id), target_session_id])
+            rows = cursor.fetchall()
+        rows.sort()
+        return [(origin, copy) for _, origin, copy in rows]
 
     bulk_columns = (
         "id",
@@ -581,14 +634,12 @@ class DjangoSessionProvider:
         per_statement = max(1, min(self.bulk_batch_size, max_params // len(columns)))
         adapt = self.connection.ops.adapt_datetimefield_value
         now = timezone.now()
-        sql = f"INSERT INTO assistant_messages ({', '.join(columns)}) VALUES "
-        row_sql = f"({_placeholders(len(columns))})"
         param_rows = []
         for row in rows:
             row = {**row, "created_at": adapt(row.get("created_at") or now)}
             param_rows.append([self.session_id, *(row.get(c, _BULK_DEFAULTS.get(c)) for c in self.bulk_columns)])
         with self.connection.cursor() as cursor:
-            self.backend.insert_many(cursor, sql, row_sql, param_rows, per_statement)
+            self.backend.insert_many(cursor, "assistant_messages", columns, param_rows, per_statement)
 
 
 def search(

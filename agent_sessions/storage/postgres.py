@@ -16,6 +16,13 @@ vendor = "postgresql"
 
 BYTES_EXPR = "octet_length({col})"
 
+# A fresh uuid4 as 32 hex digits (what ``uuid.uuid4().hex`` gives), minted in SQL for bulk copies:
+# ``RANDOM_HEX_EXPR`` is computed once per row as ``{h}``, then shaped by ``NEW_ID_EXPR``.
+RANDOM_HEX_EXPR = "replace(gen_random_uuid()::text, '-', '')"
+NEW_ID_EXPR = "{h}"
+# ``{col}`` (text) as a JSON string literal, escaped as Python's ``json.dumps`` escapes it.
+JSON_QUOTE_EXPR = "to_json({col})::text"
+
 
 def _install_sql() -> list[str]:
     cfg = conf.pg_text_search_config().replace("'", "''")
@@ -64,6 +71,30 @@ UNINSTALL = [
 def install_sql() -> list[str]:
     """Statements that add the full-text search columns and indexes."""
     return _install_sql()
+
+
+def fetch(connection, sql: str, params: list, *, one: bool = False) -> list[tuple]:
+    """Run a read on the bare psycopg connection with server-side binding: the parameters travel
+    apart from the query text, so neither psycopg (quoting each value into the text, as Django's
+    client-side cursor does) nor Postgres (parsing those literals) handles them as SQL text.
+    Preparing stays as Django configured it (``prepare_threshold``, off unless set).
+
+    Django's cursor is kept while queries are logged or wrapped (debug toolbars, query-count
+    checks, tests), so those still see every read."""
+    if connection.queries_logged or connection.execute_wrappers:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            row = cursor.fetchone() if one else None
+            return ([row] if row is not None else []) if one else cursor.fetchall()
+    with connection.wrap_database_errors:
+        connection.ensure_connection()
+        cursor = connection.connection.cursor()
+    with connection.wrap_database_errors, cursor:
+        cursor.execute(sql, params)
+        if one:
+            row = cursor.fetchone()
+            return [row] if row is not None else []
+        return cursor.fetchall()
 
 
 def lock_session(cursor, session_id: str) -> None:
@@ -119,10 +150,18 @@ TRIGRAM_UNINSTALL = [
 ]
 
 
-def insert_many(cursor, head: str, row_sql: str, param_rows: list[list], per_statement: int) -> None:
-    """Bulk insert with ``executemany`` (psycopg pipelines it): building one huge
-    multi-row statement cost more in client-side query parsing than the inserts."""
-    cursor.executemany(head + row_sql, param_rows)
+def insert_many(cursor, table: str, columns: tuple[str, ...], param_rows: list[list], per_statement: int) -> None:
+    """Bulk insert with one ``COPY … FROM STDIN``: one statement, so statement-level triggers fire
+    once, and no per-row parse or bind (executemany updated the session's counter row per row)."""
+    statement = f"COPY {table} ({', '.join(columns)}) FROM STDIN"
+    with cursor.db.wrap_database_errors, cursor.cursor.copy(statement) as copy:
+        for row in param_rows:
+            copy.write_row(row)
+
+
+def in_list(values: list[str]) -> tuple[str, object]:
+    """``column <this>`` tests membership in ``values``, bound as one array parameter."""
+    return "= ANY(%s)", list(values)
 
 
 def reserve_write(cursor) -> None:

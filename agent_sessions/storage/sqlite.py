@@ -7,6 +7,10 @@ its first read, so two writers can never pick the same parent.
 
 from __future__ import annotations
 
+import functools
+import json
+import re
+
 from .. import triggers
 from ..search import fts5, plan
 from ..search.run import Searcher
@@ -14,6 +18,16 @@ from ..search.run import Searcher
 vendor = "sqlite"
 
 BYTES_EXPR = "length(CAST({col} AS BLOB))"
+
+# A fresh uuid4 as 32 hex digits (what ``uuid.uuid4().hex`` gives: version 4, variant 10xx), minted in
+# SQL for bulk copies: ``RANDOM_HEX_EXPR`` is computed once per row as ``{h}``, then shaped by ``NEW_ID_EXPR``.
+RANDOM_HEX_EXPR = "lower(hex(randomblob(16)))"
+NEW_ID_EXPR = (
+    "substr({h}, 1, 12) || '4' || substr({h}, 14, 3)"
+    " || substr('89ab89ab89ab89ab', instr('0123456789abcdef', substr({h}, 17, 1)), 1) || substr({h}, 18)"
+)
+# ``{col}`` (text) as a JSON string literal, escaped as Python's ``json.dumps`` escapes it.
+JSON_QUOTE_EXPR = "json_quote({col})"
 
 _INSTALL = [
     # Message search (`assistant_fts`, porter unicode61, docs/data-model.md), external-content
@@ -59,6 +73,35 @@ UNINSTALL = [
     "DROP TRIGGER IF EXISTS cf_agents_search_fts_au",
     "DROP TABLE IF EXISTS cf_agents_search_fts",
 ]
+
+
+@functools.lru_cache(maxsize=256)
+def _qmark(sql: str) -> str:
+    """Django's ``%s`` placeholders as sqlite3's ``?`` (``%%`` as ``%``), converted once per statement text."""
+    return re.sub(r"(?<!%)%s", "?", sql).replace("%%", "%")
+
+
+def fetch(connection, sql: str, params: list, *, one: bool = False) -> list[tuple]:
+    """Run a read on the bare sqlite3 connection, its placeholders converted once per statement
+    (Django's cursor converts the whole text again on every call, a visible share of a short read).
+
+    Django's cursor is kept while queries are logged or wrapped (debug toolbars, query-count
+    checks, tests), so those still see every read."""
+    if connection.queries_logged or connection.execute_wrappers:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            row = cursor.fetchone() if one else None
+            return ([row] if row is not None else []) if one else cursor.fetchall()
+    with connection.wrap_database_errors:
+        connection.ensure_connection()
+        cursor = connection.connection.execute(_qmark(sql), params)
+        try:
+            if one:
+                row = cursor.fetchone()
+                return [row] if row is not None else []
+            return cursor.fetchall()
+        finally:
+            cursor.close()
 
 
 def lock_session(cursor, session_id: str) -> None:
@@ -121,11 +164,18 @@ TRIGRAM_UNINSTALL = [
 ]
 
 
-def insert_many(cursor, head: str, row_sql: str, param_rows: list[list], per_statement: int) -> None:
+def insert_many(cursor, table: str, columns: tuple[str, ...], param_rows: list[list], per_statement: int) -> None:
     """Bulk insert as multi-row ``INSERT … VALUES (…), (…)`` statements (faster than executemany here)."""
+    head = f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
+    row_sql = "(" + ", ".join(["%s"] * len(columns)) + ")"
     for start in range(0, len(param_rows), per_statement):
         chunk = param_rows[start : start + per_statement]
         cursor.execute(head + ", ".join([row_sql] * len(chunk)), [v for row in chunk for v in row])
+
+
+def in_list(values: list[str]) -> tuple[str, object]:
+    """``column <this>`` tests membership in ``values``, bound as one JSON array parameter."""
+    return "IN (SELECT value FROM json_each(%s))", json.dumps(values)
 
 
 def reserve_write(cursor) -> None:
