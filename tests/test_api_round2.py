@@ -105,6 +105,42 @@ def test_nul_in_plain_fields_is_422(api, sid, method, path, body):
     assert snapshot() == before
 
 
+def test_tool_arguments_document_the_nul_they_refuse(api, sid):
+    """curl -H "$H" -H 'Content-Type: application/json' -d '{"arguments":{"x":[{"k\\u0000":1}]}}'
+    $B/sessions/$S/tools/session_search  → 422 invalid_arguments, and the OpenAPI document says so.
+
+    Schemathesis (300 examples, ST202) sent a NUL in a key nested inside ``arguments``: refused with 422,
+    while the schema promised any object.  The schema now describes NUL-free JSON all the way down.
+    """
+    import jsonschema
+
+    from agent_sessions.api.main import api as ninja_api
+
+    document = json.loads(json.dumps(ninja_api.get_openapi_schema()))
+    body_schema = {**document["components"]["schemas"]["ToolCallIn"], "components": document["components"]}
+    validator = jsonschema.Draft202012Validator(body_schema)
+    refused = [
+        {"arguments": {"x": [{"k\x00": 1}]}},
+        {"arguments": {"query": "a\x00b"}},
+        {"arguments": {"\x00": None}},
+        {"arguments": {"x": {"y": {"z": ["\x00"]}}}},
+    ]
+    before = snapshot()
+    for body in refused:
+        assert not validator.is_valid(body), body  # the document refuses it ...
+        response = api.post(f"/sessions/{sid}/tools/session_search", body)
+        assert_error(response, 422, "invalid_arguments")  # ... and so does the server
+    assert snapshot() == before
+    accepted = {"arguments": {"query": "hello", "x": [{"k": 1, "n": None, "f": 1.5, "t": True}]}}
+    assert validator.is_valid(accepted)
+    response = api.post(f"/sessions/{sid}/tools/session_search", accepted)
+    assert response.status_code == 200, response.content
+    assert response.json()["result"].startswith("Error: unknown argument")  # the tool reports, the request succeeds
+    response = api.post(f"/sessions/{sid}/tools/session_search", {"arguments": {"query": "hello"}})
+    assert response.status_code == 200, response.content
+    assert "hello world" in response.json()["result"]
+
+
 # ── bullet 2: input that can never be stored is 413/422, never 503 ────────────────────────────
 @pytest.mark.django_db(transaction=True)
 def test_an_id_the_index_cannot_hold_is_413_not_503(api, sid):
