@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import uuid
+from pathlib import Path
 
 import pytest
 from django.db import OperationalError, connection
 
 from agent_sessions.api.errors import classify_database_error
 from agent_sessions.models import Compaction, Message, SessionRecord
-from tests.test_api_helpers import alice, api, bob, bob_api, custom_config, ui  # noqa: F401 - fixtures
+from tests.test_api_helpers import BASE, alice, api, bob, bob_api, custom_config, ui  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.django_db
 
@@ -258,6 +259,24 @@ def test_414_is_json(api):
     """curl -H "$H" "$B/sessions/$(head -c 5000 /dev/zero | tr '\\0' x)"  → 414 JSON."""
     assert_error(api.get("/sessions/" + "x" * 5000), 414, "uri_too_long")
     assert_error(api.get("/sessions", name="y" * 5000), 414, "uri_too_long")
+
+
+def test_a_long_invalid_query_string_is_414_and_the_fuzzer_counts_it_as_a_rejection(api):
+    """curl -H "$H" "$B/search?q=x&limit=true&limit=%5B%5D…&offset=…" (over 4,096 bytes) → 414 uri_too_long.
+
+    Schemathesis (300 examples, ST201) sent repeated non-integer limit/offset values until the URL was
+    too long; 414 refuses it before parsing, so every 4xx the server documents counts as a rejection.
+    """
+    import tomllib
+
+    from agent_sessions.api.schemas import ERROR_STATUSES
+
+    query = "&".join(["q=x", *(["limit=true", "limit=%5B%5D", "offset=%7B%7D", "offset=false"] * 150)])
+    assert len(query) > 4_096
+    assert_error(api.client.get(f"{BASE}/search?{query}", headers=api.headers), 414, "uri_too_long")
+    config = tomllib.loads((Path(__file__).resolve().parents[1] / "schemathesis.toml").read_text())
+    rejection = set(config["checks"]["negative_data_rejection"]["expected-statuses"])
+    assert {str(s) for s in ERROR_STATUSES if 400 <= s < 500} - {"412"} <= rejection
 
 
 @pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", ""])
