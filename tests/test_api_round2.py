@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 import uuid
+from pathlib import Path
 
 import pytest
 from django.db import OperationalError, connection
 
 from agent_sessions.api.errors import classify_database_error
 from agent_sessions.models import Compaction, Message, SessionRecord
-from tests.support.api import ui
+from tests.support.api import BASE, ui
 
 pytestmark = pytest.mark.django_db
 
@@ -104,6 +105,42 @@ def test_nul_in_plain_fields_is_422(api, sid, method, path, body):
     before = snapshot()
     assert_error(api.request(method, path.format(sid=sid), body), 422, "validation_error")
     assert snapshot() == before
+
+
+def test_tool_arguments_document_the_nul_they_refuse(api, sid):
+    """curl -H "$H" -H 'Content-Type: application/json' -d '{"arguments":{"x":[{"k\\u0000":1}]}}'
+    $B/sessions/$S/tools/session_search  → 422 invalid_arguments, and the OpenAPI document says so.
+
+    Schemathesis (300 examples, ST202) sent a NUL in a key nested inside ``arguments``: refused with 422,
+    while the schema promised any object.  The schema now describes NUL-free JSON all the way down.
+    """
+    import jsonschema
+
+    from agent_sessions.api.main import api as ninja_api
+
+    document = json.loads(json.dumps(ninja_api.get_openapi_schema()))
+    body_schema = {**document["components"]["schemas"]["ToolCallIn"], "components": document["components"]}
+    validator = jsonschema.Draft202012Validator(body_schema)
+    refused = [
+        {"arguments": {"x": [{"k\x00": 1}]}},
+        {"arguments": {"query": "a\x00b"}},
+        {"arguments": {"\x00": None}},
+        {"arguments": {"x": {"y": {"z": ["\x00"]}}}},
+    ]
+    before = snapshot()
+    for body in refused:
+        assert not validator.is_valid(body), body  # the document refuses it ...
+        response = api.post(f"/sessions/{sid}/tools/session_search", body)
+        assert_error(response, 422, "invalid_arguments")  # ... and so does the server
+    assert snapshot() == before
+    accepted = {"arguments": {"query": "hello", "x": [{"k": 1, "n": None, "f": 1.5, "t": True}]}}
+    assert validator.is_valid(accepted)
+    response = api.post(f"/sessions/{sid}/tools/session_search", accepted)
+    assert response.status_code == 200, response.content
+    assert response.json()["result"].startswith("Error: unknown argument")  # the tool reports, the request succeeds
+    response = api.post(f"/sessions/{sid}/tools/session_search", {"arguments": {"query": "hello"}})
+    assert response.status_code == 200, response.content
+    assert "hello world" in response.json()["result"]
 
 
 # ── bullet 2: input that can never be stored is 413/422, never 503 ────────────────────────────
@@ -223,6 +260,24 @@ def test_414_is_json(api):
     """curl -H "$H" "$B/sessions/$(head -c 5000 /dev/zero | tr '\\0' x)"  → 414 JSON."""
     assert_error(api.get("/sessions/" + "x" * 5000), 414, "uri_too_long")
     assert_error(api.get("/sessions", name="y" * 5000), 414, "uri_too_long")
+
+
+def test_a_long_invalid_query_string_is_414_and_the_fuzzer_counts_it_as_a_rejection(api):
+    """curl -H "$H" "$B/search?q=x&limit=true&limit=%5B%5D…&offset=…" (over 4,096 bytes) → 414 uri_too_long.
+
+    Schemathesis (300 examples, ST201) sent repeated non-integer limit/offset values until the URL was
+    too long; 414 refuses it before parsing, so every 4xx the server documents counts as a rejection.
+    """
+    import tomllib
+
+    from agent_sessions.api.schemas import ERROR_STATUSES
+
+    query = "&".join(["q=x", *(["limit=true", "limit=%5B%5D", "offset=%7B%7D", "offset=false"] * 150)])
+    assert len(query) > 4_096
+    assert_error(api.client.get(f"{BASE}/search?{query}", headers=api.headers), 414, "uri_too_long")
+    config = tomllib.loads((Path(__file__).resolve().parents[1] / "schemathesis.toml").read_text())
+    rejection = set(config["checks"]["negative_data_rejection"]["expected-statuses"])
+    assert {str(s) for s in ERROR_STATUSES if 400 <= s < 500} - {"412"} <= rejection
 
 
 @pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", ""])

@@ -1,4 +1,5 @@
-"""Refinements of the generated OpenAPI document: exact optional bodies and links between operations.
+"""Refinements of the generated OpenAPI document: exact optional bodies, links between operations, and
+the NUL rule inside tool arguments (any JSON, but no NUL in a string or key: Postgres TEXT cannot hold one).
 
 Links tell clients (and schemathesis' stateful phase) where the ids a response
 returns can be used next: a created session's id in every ``{session_id}``, an
@@ -10,6 +11,8 @@ in ``{label}``.  See https://spec.openapis.org/oas/v3.1.0#link-object.
 from __future__ import annotations
 
 from typing import Any
+
+from .schemas import NO_NUL_PATTERN
 
 SESSION = "/sessions/{session_id}"
 MESSAGE = SESSION + "/messages/{message_id}"
@@ -72,6 +75,28 @@ LINKS: dict[tuple[str, str, str], dict[str, tuple[str, str, dict, Any]]] = {
 }
 
 
+NUL_FREE_JSON = "NulFreeJson"
+_NO_NUL = {"pattern": NO_NUL_PATTERN}
+_NUL_FREE_REF = {"$ref": f"#/components/schemas/{NUL_FREE_JSON}"}
+NUL_FREE_JSON_SCHEMA: dict[str, Any] = {
+    "description": "Any JSON value whose strings and object keys hold no NUL character.",
+    "anyOf": [
+        {"type": "string", **_NO_NUL},
+        {"type": ["number", "boolean", "null"]},
+        {"type": "array", "items": _NUL_FREE_REF},
+        {"type": "object", "propertyNames": _NO_NUL, "additionalProperties": _NUL_FREE_REF},
+    ],
+}
+
+
+def _nul_free_tool_arguments(components: dict) -> None:
+    """Tool arguments are an object of NUL-free JSON (pydantic only knows ``dict[str, Any]``)."""
+    components[NUL_FREE_JSON] = NUL_FREE_JSON_SCHEMA
+    arguments = components.get("ToolCallIn", {}).get("properties", {}).get("arguments")
+    if arguments is not None:
+        arguments.update(propertyNames=_NO_NUL, additionalProperties=_NUL_FREE_REF)
+
+
 def _operation_ids(paths: dict, prefix: str) -> dict[tuple[str, str], str]:
     return {
         (method, path.removeprefix(prefix)): op["operationId"]
@@ -92,6 +117,7 @@ def _drop_null_body(operation: dict) -> None:
 
 def refine(schema: dict) -> dict:
     """Apply the refinements to a generated document in place (its paths carry the mount prefix, e.g. ``/api``)."""
+    _nul_free_tool_arguments(schema.setdefault("components", {}).setdefault("schemas", {}))
     paths = schema.get("paths", {})
     prefix = min((p.removesuffix("/sessions") for p in paths if p.endswith("/sessions")), key=len, default="")
     ids = _operation_ids(paths, prefix)

@@ -344,6 +344,8 @@ class ToolList(Schema):
 
 
 class ToolCallIn(Schema):
+    # Any object, but no NUL in any string or key inside (422 ``invalid_arguments``); the document says
+    # so through the ``NulFreeJson`` schema that :func:`.openapi.refine` adds.
     arguments: dict[str, Any] = Field(default_factory=dict)
 
 
