@@ -11,6 +11,7 @@ import select
 from .. import conf
 from ..search import tsquery
 from ..search.run import Searcher
+from . import bare_reads
 
 vendor = "postgresql"
 
@@ -77,24 +78,14 @@ def fetch(connection, sql: str, params: list, *, one: bool = False) -> list[tupl
     """Run a read on the bare psycopg connection with server-side binding: the parameters travel
     apart from the query text, so neither psycopg (quoting each value into the text, as Django's
     client-side cursor does) nor Postgres (parsing those literals) handles them as SQL text.
-    Preparing stays as Django configured it (``prepare_threshold``, off unless set).
+    Preparing stays as Django configured it (``prepare_threshold``, off unless set)."""
+    return bare_reads.fetch(connection, sql, params, _execute, one=one)
 
-    Django's cursor is kept while queries are logged or wrapped (debug toolbars, query-count
-    checks, tests), so those still see every read."""
-    if connection.queries_logged or connection.execute_wrappers:
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            row = cursor.fetchone() if one else None
-            return ([row] if row is not None else []) if one else cursor.fetchall()
-    with connection.wrap_database_errors:
-        connection.ensure_connection()
-        cursor = connection.connection.cursor()
-    with connection.wrap_database_errors, cursor:
-        cursor.execute(sql, params)
-        if one:
-            row = cursor.fetchone()
-            return [row] if row is not None else []
-        return cursor.fetchall()
+
+def _execute(raw, sql: str, params: list):
+    cursor = raw.cursor()
+    cursor.execute(sql, params)
+    return cursor
 
 
 def lock_session(cursor, session_id: str) -> None:

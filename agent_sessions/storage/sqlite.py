@@ -14,6 +14,7 @@ import re
 from .. import triggers
 from ..search import fts5, plan
 from ..search.run import Searcher
+from . import bare_reads
 
 vendor = "sqlite"
 
@@ -83,25 +84,10 @@ def _qmark(sql: str) -> str:
 
 def fetch(connection, sql: str, params: list, *, one: bool = False) -> list[tuple]:
     """Run a read on the bare sqlite3 connection, its placeholders converted once per statement
-    (Django's cursor converts the whole text again on every call, a visible share of a short read).
-
-    Django's cursor is kept while queries are logged or wrapped (debug toolbars, query-count
-    checks, tests), so those still see every read."""
-    if connection.queries_logged or connection.execute_wrappers:
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            row = cursor.fetchone() if one else None
-            return ([row] if row is not None else []) if one else cursor.fetchall()
-    with connection.wrap_database_errors:
-        connection.ensure_connection()
-        cursor = connection.connection.execute(_qmark(sql), params)
-        try:
-            if one:
-                row = cursor.fetchone()
-                return [row] if row is not None else []
-            return cursor.fetchall()
-        finally:
-            cursor.close()
+    (Django's cursor converts the whole text again on every call, a visible share of a short read)."""
+    return bare_reads.fetch(
+        connection, sql, params, lambda raw, text, values: raw.execute(_qmark(text), values), one=one
+    )
 
 
 def lock_session(cursor, session_id: str) -> None:
