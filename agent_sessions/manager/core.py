@@ -203,7 +203,8 @@ class SessionManager(RecordingBuilder):
             if not forking.copy_path(self._provider(session_id), row.id, at_message_id):
                 raise ValueError(f"message {at_message_id!r} is not in session {session_id!r}")
             rows.copy_namespaced(self.using, session_id, row.id, prompt=True)
-        return rows.to_info(row)
+            self._touch(row.id)  # as in compact_and_split: the registry's clock orders the list
+        return rows.to_info(rows.fetch_or_raise(self.using, row.id))
 
     def fork_mapping(self, fork_session_id: str) -> dict[str, str]:
         """``{original message id: copied message id}`` of a fork."""
@@ -247,7 +248,10 @@ class SessionManager(RecordingBuilder):
             # Blocks carry over; the prompt does not: the summary replaces the transcript in which
             # writes made after freezing were visible, so the new session renders its own on first use.
             rows.copy_namespaced(self.using, session_id, row.id, prompt=False)
-        return rows.to_info(row)
+            # The message-count trigger stamped updated_at with the database's clock (milliseconds on
+            # SQLite), which can fall behind the old session's stamp: restamp with the registry's clock.
+            self._touch(row.id)
+        return rows.to_info(rows.fetch_or_raise(self.using, row.id))
 
     # ── usage ───────────────────────────────────────────────────────
     def add_usage(self, session_id: str, input_tokens: int, output_tokens: int, cost: float) -> None:
