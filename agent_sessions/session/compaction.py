@@ -140,7 +140,12 @@ class SessionCompaction:
     @property
     def auto(self) -> bool:
         """True when auto-compaction is configured (a function and a threshold)."""
-        return self._compact_fn is not None and self._threshold is not None
+        return self._auto_threshold is not None
+
+    @property
+    def _auto_threshold(self) -> int | None:
+        """The threshold when auto-compaction is configured (a function and a threshold), else None."""
+        return self._threshold if self._compact_fn is not None else None
 
     # ── builder ─────────────────────────────────────────────────────
     def on_compaction(self, fn: Callable[..., Any]) -> None:
@@ -298,16 +303,17 @@ class SessionCompaction:
         is called.  Never raises: estimating errors go to :meth:`report_error` (the message
         is stored); the runner reports its own.
         """
-        if not self.auto or self._threshold is None:
+        threshold = self._auto_threshold
+        if threshold is None:
             return
         try:
             tokens = self._quick_estimate(leaf_id, path_tokens, parent_id)
-            if tokens is None or tokens > self._threshold:
+            if tokens is None or tokens > threshold:
                 tokens = self._full_estimate(leaf_id, path_tokens)
         except Exception as exc:  # noqa: BLE001 - auto-compaction is never fatal to an append
             self.report_error(exc)
             return
-        if tokens > self._threshold:
+        if tokens > threshold:
             self.runner.auto_compact(self._session, leaf_id)
 
     def _quick_estimate(self, leaf_id: str, path_tokens: int | None, parent_id: str | None) -> int | None:
@@ -332,10 +338,12 @@ class SessionCompaction:
         return tokens
 
     def _full_estimate(self, leaf_id: str, path_tokens: int | None) -> int:
+        """Estimate from the store and remember it (only with a running total to add appends to)."""
         version = self._context.version
         tokens = self.estimate_tokens(leaf_id, path_tokens=path_tokens)
-        fresh = _Estimate(leaf_id, int(path_tokens or 0), tokens, time.monotonic(), version)
-        self._last = fresh if path_tokens is not None else None
+        self._last = (
+            None if path_tokens is None else _Estimate(leaf_id, int(path_tokens), tokens, time.monotonic(), version)
+        )
         return tokens
 
     def forget_estimate(self) -> None:
@@ -344,9 +352,8 @@ class SessionCompaction:
 
     def over_threshold(self, leaf_id: str | None = None) -> bool:
         """True when auto-compaction is configured and the leaf's estimate exceeds the threshold."""
-        if not self.auto or self._threshold is None:
-            return False
-        return self.estimate_tokens(leaf_id) > self._threshold
+        threshold = self._auto_threshold
+        return threshold is not None and self.estimate_tokens(leaf_id) > threshold
 
     def estimate_tokens(self, leaf_id: str | None = None, *, path_tokens: int | None = None) -> int:
         """Estimated tokens of the leaf's visible history plus the system prompt.
