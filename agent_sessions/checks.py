@@ -251,3 +251,50 @@ def check_search_trigram(app_configs=None, databases=None, **kwargs):
                     )
                 )
     return errors
+
+
+def _session_fts_missing(alias: str) -> bool:
+    """Migration 0012 ran on this Postgres alias but left out the (session_id, content_tsv) index."""
+    with connections[alias].cursor() as cursor:
+        cursor.execute(
+            "SELECT to_regclass('django_migrations') IS NOT NULL AND to_regclass('assistant_messages') IS NOT NULL "
+            "AND to_regclass('idx_assistant_msg_session_fts') IS NULL"
+        )
+        if not cursor.fetchone()[0]:
+            return False
+        cursor.execute(
+            "SELECT EXISTS (SELECT 1 FROM django_migrations WHERE app = 'agent_sessions' AND name = %s)",
+            ["0012_search_session_fts"],
+        )
+        return bool(cursor.fetchone()[0])
+
+
+@checks.register(checks.Tags.database)
+def check_search_session_index(app_configs=None, databases=None, **kwargs):
+    """Per-session search stays flat at scale only with the btree_gin index of migration 0012, which
+    that migration skips (keeping the slower words-only index) where btree_gin cannot be created."""
+    from django.db import DatabaseError
+
+    from .storage.postgres import SESSION_FTS_INSTALL
+
+    warnings = []
+    for alias in databases or []:
+        if connections[alias].vendor != "postgresql":
+            continue
+        try:
+            missing = _session_fts_missing(alias)
+        except DatabaseError:
+            continue  # unreachable: other checks and migrate say so
+        if missing:
+            warnings.append(
+                checks.Warning(
+                    f"PostgreSQL database '{alias}' has no (session_id, content_tsv) search index: btree_gin "
+                    "was not available when migration 0012 ran. Search stays correct, but a session's search "
+                    "reads every posting of a common word across all sessions, so it slows as the table grows.",
+                    hint="Install the server's contrib package, then as a user allowed to create extensions run: "
+                    + "; ".join(SESSION_FTS_INSTALL)
+                    + ";",
+                    id="agent_sessions.W015",
+                )
+            )
+    return warnings

@@ -51,3 +51,24 @@ def test_postgres_pg_trgm_states(monkeypatch, state, expected):
 @pytest.mark.postgres_only
 def test_postgres_state_is_read_from_the_server():
     assert checks._pg_trgm_state("default") == (True, True, True)
+
+
+@pytest.mark.postgres_only
+def test_postgres_without_the_session_search_index_warns():
+    """As left by migration 0012 without btree_gin: the words-only index, no (session_id, content_tsv) one."""
+    from django.db import connection
+
+    assert checks.check_search_session_index(databases=["default"]) == []
+    with connection.cursor() as cursor:  # inside the test's transaction: rolled back afterwards
+        cursor.execute("CREATE INDEX idx_assistant_msg_fts ON assistant_messages USING GIN (content_tsv)")
+        cursor.execute("DROP INDEX idx_assistant_msg_session_fts")
+    (warning,) = checks.check_search_session_index(databases=["default"])
+    assert warning.id == "agent_sessions.W015"
+    assert "btree_gin" in warning.msg
+    assert "CREATE EXTENSION IF NOT EXISTS btree_gin" in warning.hint
+    assert "USING GIN (session_id, content_tsv)" in warning.hint
+
+
+def test_session_search_index_check_is_silent_off_postgres_or_without_databases():
+    assert checks.check_search_session_index(databases=None) == []
+    assert checks.check_search_session_index(databases=["default"]) == []
