@@ -7,13 +7,27 @@ Result strings are part of the public contract (the Cloudflare Agents Session to
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from ..tools import Tool
 from .block import ContextBlock
 
 SEARCH_RESULTS = 10
 NO_RESULTS = "No results found."
+
+
+class ContextOwner(Protocol):
+    """What the tools call on the session's context part (``SessionContext`` is one)."""
+
+    def get_context_blocks(self) -> list[ContextBlock]: ...
+    def replace_context_block(self, label: str, content: str) -> ContextBlock: ...
+    def append_context_block(self, label: str, content: str) -> ContextBlock: ...
+    def set_context_entry(
+        self, label: str, content: str, *, title: str | None = None, description: str | None = None
+    ) -> str: ...
+    def search_context(self, label: str, query: str) -> Any: ...
+    def load_skill(self, label: str, key: str) -> str | None: ...
+    def unload_skill(self, label: str, key: str) -> bool: ...
 
 
 def _label_schema(blocks: list[ContextBlock], what: str) -> dict:
@@ -59,7 +73,7 @@ def format_search_results(results: Any) -> str:
     return "\n\n".join(chunks) if chunks else NO_RESULTS
 
 
-def set_context_tool(session: Any, blocks: list[ContextBlock]) -> Tool:
+def set_context_tool(session: ContextOwner, blocks: list[ContextBlock]) -> Tool:
     """Write a writable block, or index an entry of a writable skill/search block."""
 
     def execute(label: str, content: str, metadata: dict | None = None, mode: str = "replace") -> str:
@@ -113,7 +127,7 @@ def _skill_params(blocks: list[ContextBlock]) -> dict:
     }
 
 
-def load_context_tool(session: Any, blocks: list[ContextBlock]) -> Tool:
+def load_context_tool(session: ContextOwner, blocks: list[ContextBlock]) -> Tool:
     """Load a skill's full text by key."""
 
     def execute(label: str, key: str) -> str:
@@ -124,7 +138,7 @@ def load_context_tool(session: Any, blocks: list[ContextBlock]) -> Tool:
     return Tool("load_context", description, _skill_params(blocks), execute)
 
 
-def unload_context_tool(session: Any, blocks: list[ContextBlock]) -> Tool:
+def unload_context_tool(session: ContextOwner, blocks: list[ContextBlock]) -> Tool:
     """Unload a loaded skill to reclaim context."""
 
     def execute(label: str, key: str) -> str:
@@ -139,7 +153,7 @@ def unload_context_tool(session: Any, blocks: list[ContextBlock]) -> Tool:
     return Tool("unload_context", description, _skill_params(blocks), execute)
 
 
-def search_context_tool(session: Any, blocks: list[ContextBlock]) -> Tool:
+def search_context_tool(session: ContextOwner, blocks: list[ContextBlock]) -> Tool:
     """Full-text search in a searchable block."""
 
     def execute(label: str, query: str) -> str:
@@ -160,7 +174,7 @@ def search_context_tool(session: Any, blocks: list[ContextBlock]) -> Tool:
     return Tool("search_context", description, parameters, execute)
 
 
-def context_tools(session: Any) -> dict[str, Tool]:
+def context_tools(session: ContextOwner) -> dict[str, Tool]:
     """The tools the session's block kinds call for, by name."""
     blocks = session.get_context_blocks()
     tools: dict[str, Tool] = {}
