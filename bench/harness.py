@@ -42,6 +42,28 @@ def median_of(fn: Callable[[], Any], rounds: int, setup: Callable[[], Any] | Non
     return statistics.median(times)
 
 
+def interleaved_medians(fns: dict[str, Callable[[], Any]], rounds: int) -> dict[str, tuple[float, float]]:
+    """``{name: (median wall time, median CPU time of this process)}``, each function timed in turn within
+    every round, so a change of load on a shared machine hits every implementation alike instead of
+    whichever ran first. CPU time is what an in-process database (SQLite) costs without the wait for a core."""
+    wall: dict[str, list[float]] = {name: [] for name in fns}
+    cpu: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            start = time.process_time()
+            wall[name].append(timed(fn)[0])
+            cpu[name].append(time.process_time() - start)
+    return {name: (statistics.median(wall[name]), statistics.median(cpu[name])) for name in fns}
+
+
+def cpu_note(cpu: float, reference_cpu: float | None) -> dict[str, str]:
+    """The ``extra`` of a result timed with :func:`interleaved_medians`: its CPU time and ours ÷ it."""
+    note = {"cpu": f"{cpu * 1000:.2f} ms"}
+    if reference_cpu:
+        note["ours cpu ÷ this"] = f"{reference_cpu / cpu:.2f}" if cpu else "inf"
+    return note
+
+
 def per_op_medians(times: list[float], window: int) -> tuple[float, float]:
     """Median of the first and of the last ``window`` per-operation timings."""
     window = max(1, min(window, len(times) // 2 or 1))

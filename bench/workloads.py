@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import random
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 import psycopg
 from django.db import connections
@@ -17,7 +19,7 @@ from agent_sessions.storage import orm, walks
 from agent_sessions.tokens import estimate_one_message_tokens
 from agent_sessions.types import dump_message, text_content, tool_text
 
-from .harness import Result, binned, median_of, per_op_medians, timed
+from .harness import Result, binned, cpu_note, interleaved_medians, median_of, per_op_medians, timed
 
 WORDS = [f"w{i:04d}" for i in range(3000)] + ["deploy", "friday", "database", "weather", "kyoto", "invoice"]
 
@@ -267,54 +269,34 @@ def append_all(alias: str, database: str, n: int, peers: list, rounds: int) -> l
 
 
 def history_reads(alias: str, database: str, n: int, peers: list, rounds: int) -> list[Result]:
-    """Workload 3: the full history of an n-message path, and the last 50 messages."""
+    """Workload 3: the full history of an n-message path, and the last 50 messages; every implementation
+    timed in turn within each round (:func:`interleaved_medians`)."""
     sid = _sid("history")
     raw = Raw(alias)
     raw.append_all(sid, [message(i) for i in range(n)])
     analyze(alias)
     session = Session.create(using=alias).for_session(sid)
     assert len(session.get_history()) == n
-    results = [
-        Result("3a. history of the whole path", database, "ours", median_of(session.get_history, rounds), rounds),
-        Result(
-            "3a. history of the whole path", database, "raw SQL", median_of(lambda: raw.history(sid), rounds), rounds
-        ),
-    ]
-    results.append(
-        Result(
-            "3b. last 50 (get_recent_history)",
-            database,
-            "ours",
-            median_of(lambda: session.get_recent_history(max_content_bytes=50 * 120, min_recent_messages=50), rounds),
-            rounds,
-        )
-    )
-    results.append(
-        Result(
-            "3b. last 50 (get_recent_history)",
-            database,
-            "raw SQL",
-            median_of(lambda: raw.recent(sid, 50), rounds),
-            rounds,
-        )
-    )
+    whole: dict[str, Callable[[], Any]] = {"ours": session.get_history, "raw SQL": lambda: raw.history(sid)}
+    last: dict[str, Callable[[], Any]] = {
+        "ours": lambda: session.get_recent_history(max_content_bytes=0, min_recent_messages=50),
+        "raw SQL": lambda: raw.recent(sid, 50),
+    }
     for peer in peers:
         # The peers' stores were filled with n items by workload 2 (or are filled here).
         if len(peer.history()) < n:
             peer.append_all([peer_item(i) for i in range(n)])
-        results.append(
-            Result("3a. history of the whole path", database, peer.name, median_of(peer.history, rounds), rounds)
-        )
+        whole[peer.name] = peer.history
         if peer.recent(50) is not None:
-            results.append(
-                Result(
-                    "3b. last 50 (get_recent_history)",
-                    database,
-                    peer.name,
-                    median_of(lambda peer=peer: peer.recent(50), rounds),
-                    rounds,
-                )
-            )
+            last[peer.name] = lambda peer=peer: peer.recent(50)
+    results = []
+    for label, fns in (("3a. history of the whole path", whole), ("3b. last 50 (get_recent_history)", last)):
+        medians = interleaved_medians(fns, rounds)
+        ours_cpu = medians["ours"][1]
+        results.extend(
+            Result(label, database, name, wall, rounds, cpu_note(cpu, None if name == "ours" else ours_cpu))
+            for name, (wall, cpu) in medians.items()
+        )
     return results
 
 
@@ -342,11 +324,14 @@ def history_by_depth(alias: str, database: str, n: int, peers: list, rounds: int
             if len(peer.history()) < n:
                 peer.append_all([peer_item(i) for i in range(n)])
             impls.append((peer.name, lambda d, peer=peer: peer.recent(d)))
-    results = []
-    for name, read in impls:
-        points = [(d, median_of(lambda d=d, read=read: read(d), rounds)) for d in depths]
-        results.append(Result("3c. history by path depth (deepest)", database, name, points[-1][1], rounds, {}, points))
-    return results
+    by_depth = [
+        interleaved_medians({name: (lambda d=d, read=read: read(d)) for name, read in impls}, rounds) for d in depths
+    ]
+    points = {name: [(d, medians[name][0]) for d, medians in zip(depths, by_depth, strict=True)] for name, _ in impls}
+    return [
+        Result("3c. history by path depth (deepest)", database, name, series[-1][1], rounds, {}, series)
+        for name, series in points.items()
+    ]
 
 
 def search(alias: str, database: str, rows: int, rounds: int) -> list[Result]:
