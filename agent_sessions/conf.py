@@ -1,8 +1,11 @@
 """App settings, read in one place.
 
 Every setting is ``AGENT_SESSIONS_<NAME>`` in Django settings, declared once in
-:data:`DEFAULTS` with its default; the functions below read them lazily (so
-``override_settings`` works in tests) and clamp them to usable values.
+:data:`DEFAULTS` with its default; the functions below read them lazily and clamp
+them to usable values. A value read once is kept until Django reports a setting
+change (``override_settings`` and pytest-django's ``settings`` do): looking up a
+setting the project leaves unset costs Django a failed attribute lookup each time,
+which made settings reads a quarter of a 10,000-message ``append_all``.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.core.signals import setting_changed
 
 BUILTIN_CONFIG_MODULES = ("agent_sessions.api.config",)
 """Modules a worker always imports for named configurations (the JSON API registers its own)."""
@@ -84,9 +88,25 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
+_read: dict[str, Any] = {}
+
+
 def get(name: str) -> Any:
     """Return ``settings.AGENT_SESSIONS_<name>`` or its default."""
-    return getattr(settings, f"AGENT_SESSIONS_{name}", DEFAULTS[name])
+    try:
+        return _read[name]
+    except KeyError:
+        value = _read[name] = getattr(settings, f"AGENT_SESSIONS_{name}", DEFAULTS[name])
+        return value
+
+
+def _forget(*, setting: str, **kwargs: Any) -> None:
+    """Drop the values read so far when an ``AGENT_SESSIONS_*`` setting changes."""
+    if setting.startswith("AGENT_SESSIONS_"):
+        _read.clear()
+
+
+setting_changed.connect(_forget, dispatch_uid="agent_sessions.conf")
 
 
 # ── input limits ────────────────────────────────────────────────────────────
