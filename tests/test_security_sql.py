@@ -194,7 +194,7 @@ ALLOWED: dict[str, dict[str, str]] = {
         "m.extra": TARGET,
         "m.table": TARGET,
         "m.trigram": TARGET,
-        "_TRIGRAM_TOOL_TEXT.format(row='')": "module constant CASE over a TARGET column",
+        "view_columns": "TARGET columns, each as is or in the module constant _NON_ASCII_ONLY CASE",
         "content or table": "TRIGRAM_SOURCE or a TARGET table name",
         "head": "orm.insert_rows: 'INSERT INTO assistant_messages (<bulk_columns>) VALUES '",
         "', '.join([row_sql] * len(chunk))": "repeated '(%s, …)' groups",

@@ -120,3 +120,18 @@ def uninstall_partial_trigram(apps, schema_editor) -> None:
     if schema_editor.connection.vendor == "postgresql":
         for statement in postgres.PARTIAL_TRGM_UNINSTALL:
             schema_editor.execute(statement)
+
+
+def trigram_without_ascii_text(apps, schema_editor) -> None:
+    """SQLite: all-ASCII message text leaves the trigram index, which only substring (never ASCII) terms read
+    (Postgres got the same with migration 0013's partial index)."""
+    if schema_editor.connection.vendor == "sqlite":
+        for statement in backends.for_vendor("sqlite").tool_text_index_sql(ascii_text=False):
+            schema_editor.execute(statement)
+
+
+def trigram_with_ascii_text(apps, schema_editor) -> None:
+    """Reverse of :func:`trigram_without_ascii_text`: every message's text in the trigram index again."""
+    if schema_editor.connection.vendor == "sqlite":
+        for statement in backends.for_vendor("sqlite").tool_text_index_sql():
+            schema_editor.execute(statement)
