@@ -3,7 +3,8 @@
 Every setting is ``AGENT_SESSIONS_<NAME>`` in Django settings, declared once in
 :data:`DEFAULTS` with its default; the functions below read them lazily and clamp
 them to usable values. A value read once is kept until Django reports a setting
-change (``override_settings`` and pytest-django's ``settings`` do): looking up a
+change (``override_settings`` and pytest-django's ``settings`` do) or swaps the settings
+object (``override_settings`` does, also for a deleted setting): looking up a
 setting the project leaves unset costs Django a failed attribute lookup each time,
 which made settings reads a quarter of a 10,000-message ``append_all``.
 """
@@ -89,10 +90,15 @@ DEFAULTS: dict[str, Any] = {
 
 
 _read: dict[str, Any] = {}
+_read_from: list[Any] = [None]  # the settings object ``_read`` came from (override_settings swaps it)
 
 
 def get(name: str) -> Any:
     """Return ``settings.AGENT_SESSIONS_<name>`` or its default."""
+    source = object.__getattribute__(settings, "_wrapped")
+    if source is not _read_from[0]:
+        _read.clear()
+        _read_from[0] = source
     try:
         return _read[name]
     except KeyError:
