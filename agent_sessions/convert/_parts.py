@@ -150,13 +150,18 @@ except TypeError:  # pragma: no cover - an interpreter whose accelerator takes o
 # text: a regular expression, or ``in`` on bytes, costs more than orjson saves. Subclasses, dates
 # and dataclasses are left to the standard encoder; a plain ``Enum`` (json refuses it) is
 # written as its value.
+_FAST_ENCODE: Any = None
+_FAST_OPTIONS = 0
 try:
     import orjson
 except ImportError:  # pragma: no cover - the extra is not installed
-    _FAST_ENCODE = None
+    pass
 else:
     _FAST_ENCODE = orjson.dumps
     _FAST_OPTIONS = orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+
+#: Whether the fast converters can run: they encode with orjson (without it, only the checked ones do).
+HAS_ORJSON = _FAST_ENCODE is not None
 
 
 def dumps(value: Any) -> str:
@@ -181,6 +186,37 @@ def dumps(value: Any) -> str:
         return "".join(_C_ENCODE(value, 0))
     except RecursionError:
         raise ValueError("value nests too deeply for JSON") from None
+
+
+def fast_input_json(part: dict) -> str:
+    """:func:`input_json` where orjson's text is the answer (``{}`` when missing); raises ``TypeError`` /
+    ``ValueError`` where :func:`dumps` would take its slower, careful way (the fast converters' cue)."""
+    value = part.get("input")
+    if value is None:
+        return "{}"
+    if type(value) is str:
+        raise TypeError(value)
+    text = _FAST_ENCODE(value, None, _FAST_OPTIONS).decode()  # orjson.JSONEncodeError is a TypeError
+    if "null" in text or "e-" in text or "0.0000" in text:
+        raise ValueError(text)
+    return text
+
+
+def fast_result_text(part: dict, state: str) -> str:
+    """:func:`result_text` of a part in ``state`` for a string error, a string output or one orjson
+    writes as :func:`dumps` does; raises ``TypeError`` / ``ValueError`` otherwise, like :func:`fast_input_json`."""
+    if state == "output-error":
+        error = part.get("errorText")
+        if type(error) is not str:
+            raise TypeError(error)
+        return error
+    output = part.get("output")
+    if type(output) is str:
+        return output
+    text = _FAST_ENCODE(output, None, _FAST_OPTIONS).decode()
+    if "null" in text or "e-" in text or "0.0000" in text:
+        raise ValueError(text)
+    return text
 
 
 def input_json(part: dict) -> str:
