@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agent_sessions.convert import _parts as parts
 from agent_sessions.convert import anthropic, openai_chat, openai_responses
 from agent_sessions.session import Session
 from bench.convert import history_with_tools
@@ -66,7 +67,12 @@ odd_values = st.recursive(
     max_leaves=6,
 )
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(10**12), 10**12) | st.floats(-1e6, 1e6) | st.text(max_size=10),
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**12), 10**12)
+    | st.floats(-1e6, 1e6)
+    | st.sampled_from([1e-7, 0.00001, 2.5e-5, math.nan, -math.inf, 2**64])
+    | st.text(max_size=10),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
     max_leaves=8,
 )
@@ -239,8 +245,8 @@ def test_bench_history_takes_the_fast_path_throughout(target, monkeypatch):
 
 @pytest.mark.parametrize("target", sorted(TARGETS))
 def test_a_message_failing_half_way_is_undone_and_converted_again(target, monkeypatch):
-    """The second tool's output is a set (no JSON): the fast handler has already added the first
-    tool's items when it gives up; they are removed and the checked handler converts the message."""
+    """The fast handler has already added the first tool's items when a handler gives up on the
+    message (forced here); they are removed and the checked handler converts the message."""
     fast, checked, module = TARGETS[target]
     tool = {"type": "tool-calc", "toolCallId": "c1", "state": "output-available", "input": {"x": 1}, "output": 2}
     history = [
@@ -261,14 +267,23 @@ def test_a_message_failing_half_way_is_undone_and_converted_again(target, monkey
     ]
     expected = repr(checked(history))
     calls = counting(module, monkeypatch)
+    real = parts.fast_result_text
+
+    def surprise(part, state):
+        if part["toolCallId"] == "c2":
+            raise RuntimeError("a shape the fast handler did not expect")
+        return real(part, state)
+
+    monkeypatch.setattr(parts, "fast_result_text", surprise)
     assert repr(fast(history)) == expected
     assert calls == ["assistant"]
     assert "{1, 2}" in expected  # the checked path's str() of a value JSON cannot hold
 
 
 @pytest.mark.parametrize("target", sorted(TARGETS))
-def test_values_json_writes_differently_fall_back(target, monkeypatch):
-    """orjson writes 1e-07 and NaN otherwise than json.dumps: those messages take the checked path."""
+def test_values_json_writes_differently_keep_jsons_text(target, monkeypatch):
+    """orjson writes 1e-07, NaN and None otherwise than json.dumps (or at all): the fast path takes
+    json's text for them, as the checked path does, without giving the message up."""
     fast, checked, module = TARGETS[target]
     history = [
         {
@@ -276,19 +291,18 @@ def test_values_json_writes_differently_fall_back(target, monkeypatch):
             "role": "assistant",
             "parts": [
                 {"type": "tool-f", "toolCallId": "c", "state": "output-available", "input": {}, "output": [1e-7]},
+                {"type": "tool-f", "toolCallId": "d", "state": "output-available", "input": {"x": math.nan}},
+                {"type": "tool-f", "toolCallId": "e", "state": "output-available", "input": {"y": None}, "output": {1}},
             ],
-        },
-        {
-            "id": "b",
-            "role": "assistant",
-            "parts": [{"type": "tool-f", "toolCallId": "d", "state": "input-available", "input": {"x": math.nan}}],
         },
     ]
     expected = repr(checked(history))
     calls = counting(module, monkeypatch)
     assert repr(fast(history)) == expected
-    assert "1e-07" in expected
-    assert calls == ["assistant"] * (2 if target != "anthropic" else 1)  # anthropic sends the input as is
+    assert calls == []
+    assert "[1e-07]" in expected
+    if target != "anthropic":  # Anthropic sends the input object itself
+        assert '{"y":null}' in expected
 
 
 @pytest.mark.django_db

@@ -189,34 +189,38 @@ def dumps(value: Any) -> str:
 
 
 def fast_input_json(part: dict) -> str:
-    """:func:`input_json` where orjson's text is the answer (``{}`` when missing); raises ``TypeError`` /
-    ``ValueError`` where :func:`dumps` would take its slower, careful way (the fast converters' cue)."""
+    """:func:`input_json`, the same text: orjson's answer taken inline when :func:`dumps` would take it,
+    :func:`input_json` itself otherwise (a string, a type orjson declines, null or small floats)."""
     value = part.get("input")
     if value is None:
         return "{}"
-    if type(value) is str:
-        raise TypeError(value)
-    text = _FAST_ENCODE(value, None, _FAST_OPTIONS).decode()  # orjson.JSONEncodeError is a TypeError
-    if "null" in text or "e-" in text or "0.0000" in text:
-        raise ValueError(text)
-    return text
+    if type(value) is not str:
+        try:
+            text = _FAST_ENCODE(value, None, _FAST_OPTIONS).decode()
+        except TypeError:  # orjson.JSONEncodeError
+            pass
+        else:
+            if "null" not in text and "e-" not in text and "0.0000" not in text:
+                return text
+    return input_json(part)
 
 
 def fast_result_text(part: dict, state: str) -> str:
-    """:func:`result_text` of a part in ``state`` for a string error, a string output or one orjson
-    writes as :func:`dumps` does; raises ``TypeError`` / ``ValueError`` otherwise, like :func:`fast_input_json`."""
+    """:func:`result_text` of a part in ``state``, the same text: a string error or output as is, orjson's
+    answer inline when :func:`dumps` would take it, :func:`result_text` itself otherwise."""
     if state == "output-error":
         error = part.get("errorText")
-        if type(error) is not str:
-            raise TypeError(error)
-        return error
+        return error if type(error) is str else result_text(part)
     output = part.get("output")
     if type(output) is str:
         return output
-    text = _FAST_ENCODE(output, None, _FAST_OPTIONS).decode()
-    if "null" in text or "e-" in text or "0.0000" in text:
-        raise ValueError(text)
-    return text
+    try:
+        text = _FAST_ENCODE(output, None, _FAST_OPTIONS).decode()
+    except TypeError:
+        return result_text(part)
+    if "null" not in text and "e-" not in text and "0.0000" not in text:
+        return text
+    return result_text(part)
 
 
 def input_json(part: dict) -> str:

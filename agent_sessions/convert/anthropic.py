@@ -198,7 +198,7 @@ _HANDLERS = {"assistant": _assistant, "user": _user, "system": _system}
 def _fast_user(parts: list, request: _Request) -> None:
     """A user message of one non-empty text part as a text block; any other through the checked handler.
 
-    It may merge into the turn before (tool results): it raises before it changes anything.
+    It may merge into the turn before (tool results), so it changes nothing until its checks have passed.
     """
     if len(parts) == 1:
         part = parts[0]
@@ -214,8 +214,8 @@ def _fast_user(parts: list, request: _Request) -> None:
 
 
 def _fast_assistant(parts: list, request: _Request) -> None:
-    """:func:`_assistant` for the parts a stored message has (text, step-start, reasoning, static tool
-    parts with a call, a result or an error); raises on anything else, after which the checked one runs.
+    """:func:`_assistant` in straight-line code: the same choices (:func:`_parts.sent_call` inline), results
+    through :func:`_parts.fast_result_text`; if anything raises, the checked handler converts the message.
 
     It only appends turns (undone by length), so a message that would merge into the assistant turn
     before it goes to the checked handler at once.

@@ -137,8 +137,8 @@ def _fast_user(parts: list, out: list[dict]) -> None:
 
 
 def _fast_assistant(parts: list, out: list[dict]) -> None:
-    """:func:`_assistant` in straight-line code: the same choices (:func:`_parts.sent_call` inline), the
-    JSON through orjson; raises on a value that needs the checked path's care, which then runs."""
+    """:func:`_assistant` in straight-line code: the same choices (:func:`_parts.sent_call` inline), JSON
+    through :func:`_parts.fast_input_json`; if anything raises, the checked handler converts the message."""
     text: Any = None  # the step's text: None, one string, or a list of strings
     calls: list[dict] | None = None
     results: list[dict] | None = None

@@ -122,8 +122,8 @@ def _fast_user(parts: list, items: list[dict]) -> None:
 
 
 def _fast_assistant(parts: list, items: list[dict]) -> None:
-    """:func:`_assistant` in straight-line code: the same choices (:func:`_parts.sent_call` inline), the
-    JSON through orjson; raises on a value that needs the checked path's care, which then runs."""
+    """:func:`_assistant` in straight-line code: the same choices (:func:`_parts.sent_call` inline), JSON
+    through :func:`_parts.fast_input_json`; if anything raises, the checked handler converts the message."""
     results: list[dict] | None = None
     reasoning: dict | None = None  # the reasoning item being filled (consecutive parts, one item id)
     for part in parts:
