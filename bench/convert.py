@@ -5,6 +5,13 @@ history (tool calls with results, reasoning, steps); references: our ``get_histo
 the same path, and the peer's read path (openai-agents ``get_items()`` of the same
 conversation stored as Responses items). Conversion must cost < 20 % of the history read.
 
+What is timed: the history is stored and read once; then, for ``rounds`` rounds, one
+``get_history()`` (SQL, JSON decoding of the rows, overlays) and each public ``to_*`` of that
+first read's list, one after the other, each call timed alone: wall time (``perf_counter``)
+and this process's CPU time (``process_time``; on Postgres the server's share of the read is
+not in it, so ``cpu ÷ cpu`` is higher there). Medians of the rounds. Every message of this
+history is a stored shape, so the conversions run on their fast path (``convert/_walk.py``).
+
 ``python -m bench.convert [n] [database]`` runs it alone (n = 1,000).
 """
 

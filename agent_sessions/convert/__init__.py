@@ -9,6 +9,10 @@
 Each target module's docstring lists what that format cannot express and is dropped.
 Conversion never raises on stored messages; ``from_*`` raise ``InvalidMessage`` for input
 that is not a message at all.
+
+Each ``to_*`` has two sets of handlers: checked ones (the reference) and fast ones for the
+shapes a stored message has, which give up on anything else; ``_walk.each_role_fast`` then
+undoes what the fast handler added and converts that message the checked way.
 """
 
 from .anthropic import from_anthropic, from_anthropic_messages, to_anthropic

@@ -150,13 +150,18 @@ except TypeError:  # pragma: no cover - an interpreter whose accelerator takes o
 # text: a regular expression, or ``in`` on bytes, costs more than orjson saves. Subclasses, dates
 # and dataclasses are left to the standard encoder; a plain ``Enum`` (json refuses it) is
 # written as its value.
+_FAST_ENCODE: Any = None
+_FAST_OPTIONS = 0
 try:
     import orjson
 except ImportError:  # pragma: no cover - the extra is not installed
-    _FAST_ENCODE = None
+    pass
 else:
     _FAST_ENCODE = orjson.dumps
     _FAST_OPTIONS = orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+
+#: Whether the fast converters can run: they encode with orjson (without it, only the checked ones do).
+HAS_ORJSON = _FAST_ENCODE is not None
 
 
 def dumps(value: Any) -> str:
@@ -181,6 +186,41 @@ def dumps(value: Any) -> str:
         return "".join(_C_ENCODE(value, 0))
     except RecursionError:
         raise ValueError("value nests too deeply for JSON") from None
+
+
+def fast_input_json(part: dict) -> str:
+    """:func:`input_json`, the same text: orjson's answer taken inline when :func:`dumps` would take it,
+    :func:`input_json` itself otherwise (a string, a type orjson declines, null or small floats)."""
+    value = part.get("input")
+    if value is None:
+        return "{}"
+    if type(value) is not str:
+        try:
+            text = _FAST_ENCODE(value, None, _FAST_OPTIONS).decode()
+        except TypeError:  # orjson.JSONEncodeError
+            pass
+        else:
+            if "null" not in text and "e-" not in text and "0.0000" not in text:
+                return text
+    return input_json(part)
+
+
+def fast_result_text(part: dict, state: str) -> str:
+    """:func:`result_text` of a part in ``state``, the same text: a string error or output as is, orjson's
+    answer inline when :func:`dumps` would take it, :func:`result_text` itself otherwise."""
+    if state == "output-error":
+        error = part.get("errorText")
+        return error if type(error) is str else result_text(part)
+    output = part.get("output")
+    if type(output) is str:
+        return output
+    try:
+        text = _FAST_ENCODE(output, None, _FAST_OPTIONS).decode()
+    except TypeError:
+        return result_text(part)
+    if "null" not in text and "e-" not in text and "0.0000" not in text:
+        return text
+    return result_text(part)
 
 
 def input_json(part: dict) -> str:

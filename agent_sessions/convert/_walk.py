@@ -49,6 +49,54 @@ def each_role(messages: Any, handlers: Mapping[str, Handler], sink: Any) -> Any:
     return sink
 
 
+def each_role_fast(
+    messages: Any,
+    fast: Mapping[str, Handler],
+    checked: Mapping[str, Handler],
+    sink: Any,
+    mark: Callable[[Any], Any],
+    undo: Callable[[Any, Any], None],
+) -> Any:
+    """:func:`each_role` through ``fast[role]`` first: straight-line handlers that assume the shapes a
+    stored, validated UIMessage has and raise on anything else.
+
+    When a fast handler raises (a missing key, a value of another type, a part it does not know),
+    ``undo(sink, mark(sink))`` removes what it added and ``checked[role]`` converts that message
+    again, so the output is always the checked converter's. Messages that are not plain dicts with
+    a ``parts`` list and a string role, and iterables that are not lists, go to the checked walk.
+    """
+    if type(messages) is not list:
+        return each_role(messages, checked, sink)
+    get = fast.get
+    for message in messages:
+        if type(message) is dict:
+            parts = message.get("parts")
+            role = message.get("role")
+            if type(parts) is list and type(role) is str:
+                handler = get(role)
+                if handler is None:
+                    continue  # a role the target drops (both tables have the same keys)
+                saved = mark(sink)
+                try:
+                    handler(parts, sink)
+                except Exception:  # any surprise: the checked converter decides, from a clean sink
+                    undo(sink, saved)
+                    checked[role](parts, sink)
+                continue
+        each_role([message], checked, sink)
+    return sink
+
+
+def list_mark(out: list) -> int:
+    """``mark`` for a list sink: its length."""
+    return len(out)
+
+
+def list_undo(out: list, length: int) -> None:
+    """``undo`` for a list sink: drop what was appended after ``length``."""
+    del out[length:]
+
+
 def openai_roles(assistant: Handler, text_type: str, file_block: FileBlock) -> dict[str, Handler]:
     """The role table of an OpenAI target: ``assistant`` as given; user and system messages become
     ``{"role", "content"}`` (:func:`user_content`, files only from users), skipped when empty."""

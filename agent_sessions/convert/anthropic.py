@@ -48,20 +48,33 @@ def to_anthropic(messages: Any, *, system: str | None = None) -> dict:
     ``system`` (e.g. the session's frozen prompt) comes first in ``system``, before the
     texts of ``system`` UIMessages.
     """
-    request = W.each_role(messages, _HANDLERS, _Request([system] if system else []))
-    if request.system:
-        return {"system": "\n\n".join(request.system), "messages": request.turns}
-    return {"messages": request.turns}
+    request = W.each_role_fast(messages, _FAST, _HANDLERS, _Request([system] if system else []), len, W.list_undo)
+    return request.result()
 
 
-class _Request:
-    """What ``to_anthropic`` fills: the system texts and the turns."""
+def _checked(messages: Any, *, system: str | None = None) -> dict:
+    """:func:`to_anthropic` through the checked handlers only: the reference the fast path is tested against."""
+    return W.each_role(messages, _HANDLERS, _Request([system] if system else [])).result()
 
-    __slots__ = ("system", "turns")
+
+class _Request(list):
+    """What ``to_anthropic`` fills: the turns (the list itself) and the system texts.
+
+    A list, so that :func:`_walk.each_role_fast` can mark and undo it by its length.
+    """
+
+    __slots__ = ("system",)
 
     def __init__(self, system: list[str]) -> None:
+        super().__init__()
         self.system = system
-        self.turns: list[dict] = []
+
+    def result(self) -> dict:
+        """The request: ``system`` (the texts joined by a blank line) when there is any, and the turns."""
+        turns = list(self)
+        if self.system:
+            return {"system": "\n\n".join(self.system), "messages": turns}
+        return {"messages": turns}
 
 
 def _user(parts: list, request: _Request) -> None:
@@ -70,7 +83,7 @@ def _user(parts: list, request: _Request) -> None:
         [{"type": "text", "text": text}] if text else W.content_blocks(parts, "text", _file_block, empty_text=False)
     )
     if blocks:
-        _push(request.turns, "user", blocks)
+        _push(request, "user", blocks)
 
 
 def _system(parts: list, request: _Request) -> None:
@@ -116,7 +129,7 @@ def _encode_text(text: str) -> str:
 
 def _assistant(parts: list, request: _Request) -> None:
     """Push each step's blocks as an assistant turn and its tool results as a user turn."""
-    turns = request.turns
+    turns = request
     blocks: list[dict] = []
     results: list[dict] = []
     for kind, part in P.typed_parts(parts):
@@ -180,6 +193,124 @@ def _push_step(turns: list[dict], blocks: list[dict], results: list[dict]) -> No
 
 #: Role → the function filling the request from that role's messages.
 _HANDLERS = {"assistant": _assistant, "user": _user, "system": _system}
+
+
+def _fast_user(parts: list, request: _Request) -> None:
+    """A user message of one non-empty text part as a text block; any other through the checked handler.
+
+    It may merge into the turn before (tool results), so it changes nothing until its checks have passed.
+    """
+    if len(parts) == 1:
+        part = parts[0]
+        if type(part) is dict and part.get("type") == "text":
+            text = part.get("text")
+            if type(text) is str and text:
+                if request and request[-1]["role"] == "user":
+                    request[-1]["content"].append({"type": "text", "text": text})
+                else:
+                    request.append({"role": "user", "content": [{"type": "text", "text": text}]})
+                return
+    _user(parts, request)
+
+
+def _fast_assistant(parts: list, request: _Request) -> None:
+    """:func:`_assistant` in straight-line code: the same choices (:func:`_parts.sent_call` inline), results
+    through :func:`_parts.fast_result_text`; if anything raises, the checked handler converts the message.
+
+    It only appends turns (undone by length), so a message that would merge into the assistant turn
+    before it goes to the checked handler at once.
+    """
+    turns = request
+    if turns and turns[-1]["role"] == "assistant":
+        _assistant(parts, request)
+        return
+    blocks: list[dict] = []
+    results: list[dict] | None = None
+    for part in parts:
+        if type(part) is not dict:
+            continue
+        kind = part.get("type")
+        if kind == "text":
+            text = part.get("text")
+            if type(text) is str and text:
+                blocks.append({"type": "text", "text": text})
+        elif kind == "step-start":
+            if blocks or results is not None:
+                _fast_push_step(turns, blocks, results)
+                blocks = []
+                results = None
+        elif kind == "reasoning":
+            meta = part.get("providerMetadata")
+            meta = meta.get("anthropic") if type(meta) is dict else None
+            if type(meta) is not dict:
+                continue
+            signature = meta.get("signature")
+            if type(signature) is str:
+                text = part.get("text")
+                blocks.append(
+                    {"type": "thinking", "thinking": text if type(text) is str else "", "signature": signature}
+                )
+            elif type(meta.get("redactedData")) is str:
+                blocks.append({"type": "redacted_thinking", "data": meta["redactedData"]})
+        else:
+            state = part.get("state")  # what _parts.sent_call takes, inline
+            if type(state) is not str or state not in _SENT:
+                continue
+            call_id = part.get("toolCallId")
+            if type(call_id) is not str or type(kind) is not str or part.get("providerExecuted"):
+                continue
+            if kind[:5] == "tool-" and len(kind) > 5:
+                name = kind[5:]
+            elif kind == "dynamic-tool":
+                tool_name = part.get("toolName")
+                name = tool_name if type(tool_name) is str else ""
+            else:
+                continue
+            tool_input = part.get("input")
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": call_id,
+                    "name": name,
+                    "input": tool_input if type(tool_input) is dict else {},
+                }
+            )
+            if state != "input-available":
+                result: dict[str, Any] = {
+                    "type": "tool_result",
+                    "tool_use_id": call_id,
+                    "content": P.fast_result_text(part, state),
+                }
+                if state == "output-error":
+                    result["is_error"] = True
+                if results is None:
+                    results = [result]
+                else:
+                    results.append(result)
+    if blocks or results is not None:
+        _fast_push_step(turns, blocks, results)
+
+
+def _fast_push_step(turns: list[dict], blocks: list[dict], results: list[dict] | None) -> None:
+    """:func:`_push_step` with :func:`_push` inlined (``results`` None when the step has none).
+
+    A result always comes with its ``tool_use`` block, so ``blocks`` is empty only when ``results``
+    is too; the other case would merge into a turn from before the message, so it raises.
+    """
+    if not blocks:
+        raise ValueError("a step of results without blocks")
+    if turns and turns[-1]["role"] == "assistant":
+        turns[-1]["content"].extend(blocks)
+    else:
+        turns.append({"role": "assistant", "content": blocks})
+    if results is not None:
+        turns.append({"role": "user", "content": results})
+
+
+_SENT = P.SENT_TOOL_STATES
+
+#: Role → the fast handler, falling back to :data:`_HANDLERS` per message (all checked without orjson).
+_FAST = {"assistant": _fast_assistant, "user": _fast_user, "system": _system} if P.HAS_ORJSON else _HANDLERS
 
 
 def from_anthropic(message: Any, *, id: str | None = None) -> dict:

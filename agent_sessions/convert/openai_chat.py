@@ -49,7 +49,17 @@ _AUDIO_TYPES = {"wav": "audio/wav", "mp3": "audio/mpeg"}
 
 
 def to_openai_chat(messages: Any, *, system: str | None = None) -> list[dict]:
-    """Chat Completions ``messages`` for UIMessages (``system`` first when given)."""
+    """Chat Completions ``messages`` for UIMessages (``system`` first when given).
+
+    Well-formed messages take the fast handlers; any other goes through the checked ones, which
+    define the output (:func:`_walk.each_role_fast`).
+    """
+    out = [{"role": "system", "content": system}] if system else []
+    return W.each_role_fast(messages, _FAST, _HANDLERS, out, len, W.list_undo)
+
+
+def _checked(messages: Any, *, system: str | None = None) -> list[dict]:
+    """:func:`to_openai_chat` through the checked handlers only: the reference the fast path is tested against."""
     return W.each_role(messages, _HANDLERS, [{"role": "system", "content": system}] if system else [])
 
 
@@ -112,6 +122,92 @@ def _file_block(part: dict, url: str) -> dict | None:
 
 #: Role → the function appending that role's messages.
 _HANDLERS = W.openai_roles(_assistant, "text", _file_block)
+
+
+def _fast_user(parts: list, out: list[dict]) -> None:
+    """A user message of one text part as ``{"role", "content": text}``; any other through the checked handler."""
+    if len(parts) == 1:
+        part = parts[0]
+        if type(part) is dict and part.get("type") == "text":
+            text = part.get("text")
+            if type(text) is str:
+                out.append({"role": "user", "content": text})
+                return
+    _HANDLERS["user"](parts, out)
+
+
+def _fast_assistant(parts: list, out: list[dict]) -> None:
+    """:func:`_assistant` in straight-line code: the same choices (:func:`_parts.sent_call` inline), JSON
+    through :func:`_parts.fast_input_json`; if anything raises, the checked handler converts the message."""
+    text: Any = None  # the step's text: None, one string, or a list of strings
+    calls: list[dict] | None = None
+    results: list[dict] | None = None
+    for part in parts:
+        if type(part) is not dict:
+            continue
+        kind = part.get("type")
+        if kind == "text":
+            value = part.get("text")
+            if type(value) is not str:
+                continue
+            if text is None:
+                text = value
+            elif type(text) is str:
+                text = [text, value]
+            else:
+                text.append(value)
+        elif kind == "step-start":
+            if text is not None or calls is not None:
+                _fast_flush(out, text, calls, results)
+                text = calls = results = None
+        elif kind != "reasoning":
+            state = part.get("state")  # what _parts.sent_call takes, inline
+            if type(state) is not str or state not in _SENT:
+                continue
+            call_id = part.get("toolCallId")
+            if type(call_id) is not str or type(kind) is not str or part.get("providerExecuted"):
+                continue
+            if kind[:5] == "tool-" and len(kind) > 5:
+                name = kind[5:]
+            elif kind == "dynamic-tool":
+                tool_name = part.get("toolName")
+                name = tool_name if type(tool_name) is str else ""
+            else:
+                continue
+            call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": P.fast_input_json(part)}}
+            if calls is None:
+                calls = [call]
+            else:
+                calls.append(call)
+            if state != "input-available":
+                message = {"role": "tool", "tool_call_id": call_id, "content": P.fast_result_text(part, state)}
+                if results is None:
+                    results = [message]
+                else:
+                    results.append(message)
+    if text is not None or calls is not None:
+        _fast_flush(out, text, calls, results)
+
+
+def _fast_flush(out: list[dict], text: Any, calls: list[dict] | None, results: list[dict] | None) -> None:
+    """:func:`_flush_step` for the fast path's step (``text`` None, a string or a list of strings)."""
+    if text is None:
+        out.append({"role": "assistant", "tool_calls": calls})
+    else:
+        content = text if type(text) is str else [{"type": "text", "text": t} for t in text]
+        out.append(
+            {"role": "assistant", "content": content}
+            if calls is None
+            else {"role": "assistant", "content": content, "tool_calls": calls}
+        )
+    if results is not None:
+        out.extend(results)
+
+
+_SENT = P.SENT_TOOL_STATES
+
+#: Role → the fast handler, falling back to :data:`_HANDLERS` per message (all checked without orjson).
+_FAST = {"assistant": _fast_assistant, "user": _fast_user, "system": _HANDLERS["system"]} if P.HAS_ORJSON else _HANDLERS
 
 
 def from_openai_chat(message: Any, *, id: str | None = None) -> dict:

@@ -39,7 +39,17 @@ from . import _walk as W
 
 
 def to_openai_responses(messages: Any, *, system: str | None = None) -> list[dict]:
-    """Responses API ``input`` items for UIMessages (a ``system`` message first when given)."""
+    """Responses API ``input`` items for UIMessages (a ``system`` message first when given).
+
+    Well-formed messages take the fast handlers; any other goes through the checked ones, which
+    define the output (:func:`_walk.each_role_fast`).
+    """
+    items = [{"role": "system", "content": system}] if system else []
+    return W.each_role_fast(messages, _FAST, _HANDLERS, items, len, W.list_undo)
+
+
+def _checked(messages: Any, *, system: str | None = None) -> list[dict]:
+    """:func:`to_openai_responses` through the checked handlers only: the reference for the fast path."""
     return W.each_role(messages, _HANDLERS, [{"role": "system", "content": system}] if system else [])
 
 
@@ -97,6 +107,91 @@ def _assistant(parts: list, items: list[dict]) -> None:
 
 #: Role → the function appending that role's items.
 _HANDLERS = W.openai_roles(_assistant, "input_text", _file_block)
+
+
+def _fast_user(parts: list, items: list[dict]) -> None:
+    """A user message of one text part as ``{"role", "content": text}``; any other through the checked handler."""
+    if len(parts) == 1:
+        part = parts[0]
+        if type(part) is dict and part.get("type") == "text":
+            text = part.get("text")
+            if type(text) is str:
+                items.append({"role": "user", "content": text})
+                return
+    _HANDLERS["user"](parts, items)
+
+
+def _fast_assistant(parts: list, items: list[dict]) -> None:
+    """:func:`_assistant` in straight-line code: the same choices (:func:`_parts.sent_call` inline), JSON
+    through :func:`_parts.fast_input_json`; if anything raises, the checked handler converts the message."""
+    results: list[dict] | None = None
+    reasoning: dict | None = None  # the reasoning item being filled (consecutive parts, one item id)
+    for part in parts:
+        if type(part) is not dict:
+            continue
+        kind = part.get("type")
+        if kind == "text":
+            text = part.get("text")
+            if type(text) is str:
+                items.append({"role": "assistant", "content": text})
+        elif kind == "step-start":
+            if results is not None:
+                items.extend(results)
+                results = None
+        elif kind == "reasoning":
+            meta = part.get("providerMetadata")
+            if meta is None:
+                continue  # no OpenAI item id: dropped
+            if type(meta) is not dict:
+                raise TypeError(meta)
+            meta = meta.get("openai")
+            if meta is None:
+                continue
+            if type(meta) is not dict:
+                raise TypeError(meta)
+            item_id = meta.get("itemId")
+            if type(item_id) is not str or not item_id:
+                continue
+            if reasoning is None or reasoning["id"] != item_id or items[-1] is not reasoning:
+                reasoning = {"type": "reasoning", "id": item_id, "summary": []}
+                items.append(reasoning)
+            text = part.get("text")
+            if type(text) is str and text:
+                reasoning["summary"].append({"type": "summary_text", "text": text})
+            encrypted = meta.get("reasoningEncryptedContent")
+            if type(encrypted) is str and "encrypted_content" not in reasoning:
+                reasoning["encrypted_content"] = encrypted
+        else:
+            state = part.get("state")  # what _parts.sent_call takes, inline
+            if type(state) is not str or state not in _SENT:
+                continue
+            call_id = part.get("toolCallId")
+            if type(call_id) is not str or type(kind) is not str or part.get("providerExecuted"):
+                continue
+            if kind[:5] == "tool-" and len(kind) > 5:
+                name = kind[5:]
+            elif kind == "dynamic-tool":
+                tool_name = part.get("toolName")
+                name = tool_name if type(tool_name) is str else ""
+            else:
+                continue
+            items.append(
+                {"type": "function_call", "call_id": call_id, "name": name, "arguments": P.fast_input_json(part)}
+            )
+            if state != "input-available":
+                result = {"type": "function_call_output", "call_id": call_id, "output": P.fast_result_text(part, state)}
+                if results is None:
+                    results = [result]
+                else:
+                    results.append(result)
+    if results is not None:
+        items.extend(results)
+
+
+_SENT = P.SENT_TOOL_STATES
+
+#: Role → the fast handler, falling back to :data:`_HANDLERS` per message (all checked without orjson).
+_FAST = {"assistant": _fast_assistant, "user": _fast_user, "system": _HANDLERS["system"]} if P.HAS_ORJSON else _HANDLERS
 
 
 def from_openai_responses(items: Any, *, id: str | None = None) -> list[dict]:
