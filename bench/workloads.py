@@ -13,7 +13,7 @@ from tqdm import tqdm
 
 from agent_sessions.manager import SessionManager
 from agent_sessions.session import Session
-from agent_sessions.storage import orm, walks
+from agent_sessions.storage import appends, orm, walks
 from agent_sessions.tokens import estimate_one_message_tokens
 from agent_sessions.types import dump_message, text_content, tool_text
 
@@ -56,32 +56,26 @@ class Raw:
         cur.execute(self.sql(text), params)
         return cur
 
-    def append(self, session_id: str, m: dict) -> None:
-        """Auto-parented append: the same INSERT … SELECT (and, on Postgres, lock) ours issues."""
+    def append(self, session_id: str, m: dict, *, planned: bool = False) -> None:
+        """Auto-parented append: the SQL ours issues (on Postgres the ``agent_sessions_append`` call).
+
+        ``planned=True`` (Postgres): the advisory lock and the bare ``INSERT … SELECT`` in one
+        simple-protocol query, planned on every call (what ours sent before migration 0014).
+        """
         tokens = estimate_one_message_tokens(m)
-        params = [
-            m["id"],
-            session_id,
-            m["role"],
-            dump_message(m),
-            text_content(m),
-            tool_text(m),
-            self.now(),
-            tokens,
-            tokens,
-            tokens,
-            *walks.latest_leaf_params(session_id),
-        ]
-        statement = orm._INSERT.format(parent=walks.LATEST_LEAF)
-        if self.vendor == "postgresql":
+        values = [m["id"], session_id, m["role"], dump_message(m), text_content(m), tool_text(m), self.now(), tokens]
+        statement = appends.statement(None, auto=True)
+        params = appends.params(values, session_id, None, auto=True)
+        if self.vendor != "postgresql":
+            self.execute(statement, params)
+        elif planned:
             # The lock and the insert in one simple-protocol query: one implicit transaction.
-            cur = psycopg.ClientCursor(self.conn)
-            cur.execute(
+            psycopg.ClientCursor(self.conn).execute(
                 "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0)); " + statement,
                 ["agent_sessions:" + session_id, *params],
             )
         else:
-            self.execute(statement, params)
+            psycopg.ClientCursor(self.conn).execute(appends.CALL, [*values, None, True])
 
     def append_all(self, session_id: str, messages: list[dict]) -> None:
         rows, total, parent = [], 0, None
@@ -230,6 +224,9 @@ def append_one_by_one(alias: str, database: str, n: int, peers: list) -> list[Re
     run("ours + compact_after", lambda i: compacting.append_message(message(i)))
     raw, sid = Raw(alias), _sid("append-raw")
     run("raw SQL", lambda i: raw.append(sid, message(i)))
+    if database == "postgres":
+        planned = _sid("append-raw-planned")
+        run("raw SQL, lock; INSERT … SELECT", lambda i: raw.append(planned, message(i), planned=True))
     for peer in peers:
         run(peer.name, lambda i, peer=peer: peer.append(peer_item(i)))
     return results

@@ -11,7 +11,7 @@ import select
 from .. import conf
 from ..search import tsquery
 from ..search.run import Searcher
-from . import bare_reads
+from . import appends, bare_reads
 
 vendor = "postgresql"
 
@@ -100,17 +100,16 @@ def lock_key(session_id: str) -> str:
     return "agent_sessions:" + session_id
 
 
-def locked_insert(cursor, session_id: str, sql: str, params: list) -> tuple | None:
-    """Run the append's ``INSERT … RETURNING`` under the session's advisory lock, in one round trip.
+def locked_insert(cursor, session_id: str, values: list, parent: str | None, *, auto: bool) -> tuple | None:
+    """Append one row under the session's advisory lock, in one round trip: ``agent_sessions_append(…)``.
 
-    Both statements go in one simple-protocol query (Django's client-side-binding
-    cursor sends it as is): Postgres runs them in one implicit transaction, so the
-    lock is held until that commits, and the INSERT takes its snapshot after the
-    lock was granted, so it sees every earlier append.  Inside an atomic block they
-    simply join the caller's transaction.
+    The function (storage/appends.py, migration 0014) takes the lock, then runs the
+    ``INSERT … SELECT`` with a fresh snapshot, so the insert sees every earlier append;
+    its plans are kept per connection, so the append is not planned on every call.
+    Outside a transaction the call is its own; inside an atomic block it joins the caller's.
+    ``values``: the row's eight values (see :func:`appends.params`).  None: the id existed.
     """
-    cursor.execute(_LOCK + "; " + sql, [lock_key(session_id), *params])
-    cursor.nextset()
+    cursor.execute(appends.CALL, [*values, parent, auto])
     return cursor.fetchone()
 
 
