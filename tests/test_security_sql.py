@@ -166,6 +166,7 @@ ALLOWED: dict[str, dict[str, str]] = {
         "cfg": "AGENT_SESSIONS_PG_TEXT_SEARCH_CONFIG (a setting, quotes doubled)",
         "expression": "a tsvector expression of code-literal columns and cfg (tool_text_index_sql)",
         "NON_ASCII_TOOL_TEXT": "module constant: the partial index predicate",
+        "statement": "appends.statement(): module constants (the pre-0014 append)",
         "NON_ASCII_TEXT": "module constant: the partial index predicate",
         "head": "orm.insert_rows: 'INSERT INTO assistant_messages (<bulk_columns>) VALUES '",
         "row_sql": "'(%s, …)' only",

@@ -94,6 +94,8 @@ def function_sql() -> str:
 
 
 DROP_FUNCTION = f"DROP FUNCTION IF EXISTS {FUNCTION}({_SIGNATURE})"
+REGPROCEDURE = f"{FUNCTION}(text, text, text, text, text, text, timestamptz, integer, text, boolean)"
+"""The function's signature as ``to_regprocedure()`` reads it (is the migration applied?)."""
 
 CALL = f"SELECT seq, parent_id, depth, path_tokens FROM {FUNCTION}(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 """The call; parameters: the eight row values, the explicit parent (or None), whether to auto-parent."""

@@ -109,8 +109,33 @@ def locked_insert(cursor, session_id: str, values: list, parent: str | None, *, 
     Outside a transaction the call is its own; inside an atomic block it joins the caller's.
     ``values``: the row's eight values (see :func:`appends.params`).  None: the id existed.
     """
-    cursor.execute(appends.CALL, [*values, parent, auto])
+    if _has_append_function(cursor):
+        cursor.execute(appends.CALL, [*values, parent, auto])
+        return cursor.fetchone()
+    # Before migration 0014 (new code deployed ahead of ``migrate``): the lock and the bare
+    # statement in one simple-protocol query, one implicit transaction, the INSERT's snapshot
+    # taken after the lock was granted.
+    statement = appends.statement(parent, auto=auto)
+    params = appends.params(values, session_id, parent, auto=auto)
+    cursor.execute(_LOCK + "; " + statement, [lock_key(session_id), *params])
+    cursor.nextset()
     return cursor.fetchone()
+
+
+_FUNCTION_FOUND: set[tuple] = set()
+"""Databases (alias, name, host, port) where ``agent_sessions_append`` was seen: asked once per process."""
+
+
+def _has_append_function(cursor) -> bool:
+    settings = cursor.db.settings_dict
+    key = (cursor.db.alias, settings.get("NAME"), settings.get("HOST"), settings.get("PORT"))
+    if key in _FUNCTION_FOUND:
+        return True
+    cursor.execute("SELECT to_regprocedure(%s) IS NOT NULL", [appends.REGPROCEDURE])
+    if cursor.fetchone()[0]:
+        _FUNCTION_FOUND.add(key)
+        return True
+    return False
 
 
 def _compile(cursor, query, target, filters):
