@@ -11,7 +11,7 @@ import pgtrigger.migrations
 from django.db import migrations
 from django.db.models import options
 
-from .storage import appends, backends
+from .storage import backends
 
 
 class AdoptOrCreateModel(migrations.CreateModel):
@@ -140,15 +140,3 @@ class ReplaceTrigger(migrations.operations.base.Operation):
 
     def describe(self) -> str:
         return f"Replace trigger {self.new.name} on model {self.model_name}"
-
-
-def install_append_function(apps, schema_editor) -> None:
-    """Postgres: ``agent_sessions_append(…)``, the append under the session's lock (storage/appends.py)."""
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(appends.function_sql())
-
-
-def uninstall_append_function(apps, schema_editor) -> None:
-    """Reverse of :func:`install_append_function`."""
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(appends.DROP_FUNCTION)

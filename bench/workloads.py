@@ -58,26 +58,20 @@ class Raw:
         cur.execute(self.sql(text), params)
         return cur
 
-    def append(self, session_id: str, m: dict, *, planned: bool = False) -> None:
-        """Auto-parented append: the SQL ours issues (on Postgres the ``agent_sessions_append`` call).
-
-        ``planned=True`` (Postgres): the advisory lock and the bare ``INSERT … SELECT`` in one
-        simple-protocol query, planned on every call (what ours sent before migration 0014).
-        """
+    def append(self, session_id: str, m: dict) -> None:
+        """Auto-parented append: the same INSERT … SELECT (and, on Postgres, lock) ours issues."""
         tokens = estimate_one_message_tokens(m)
         values = [m["id"], session_id, m["role"], dump_message(m), text_content(m), tool_text(m), self.now(), tokens]
         statement = appends.statement(None, auto=True)
         params = appends.params(values, session_id, None, auto=True)
-        if self.vendor != "postgresql":
-            self.execute(statement, params)
-        elif planned:
+        if self.vendor == "postgresql":
             # The lock and the insert in one simple-protocol query: one implicit transaction.
             psycopg.ClientCursor(self.conn).execute(
                 "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0)); " + statement,
                 ["agent_sessions:" + session_id, *params],
             )
         else:
-            psycopg.ClientCursor(self.conn).execute(appends.CALL, [*values, None, True])
+            self.execute(statement, params)
 
     def append_all(self, session_id: str, messages: list[dict]) -> None:
         rows, total, parent = [], 0, None
@@ -207,14 +201,12 @@ def append_one_by_one(alias: str, database: str, n: int, peers: list) -> list[Re
         .on_compaction(lambda messages, context=None: None)
         .compact_after(10**12)
     )
-    raw, sid, planned = Raw(alias), _sid("append-raw"), _sid("append-raw-planned")
+    raw, sid = Raw(alias), _sid("append-raw")
     impls = [
         ("ours", lambda i: session.append_message(message(i))),
         ("ours + compact_after", lambda i: compacting.append_message(message(i))),
         ("raw SQL", lambda i: raw.append(sid, message(i))),
     ]
-    if database == "postgres":
-        impls.append(("raw SQL, lock; INSERT … SELECT", lambda i: raw.append(planned, message(i), planned=True)))
     impls += [(peer.name, lambda i, peer=peer: peer.append(peer_item(i))) for peer in peers]
     wall: dict[str, list[float]] = {label: [] for label, _ in impls}
     cpu: dict[str, list[float]] = {label: [] for label, _ in impls}

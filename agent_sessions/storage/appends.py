@@ -1,11 +1,7 @@
 """The append's SQL: one ``INSERT … SELECT`` that picks the parent, depth and running token total.
 
-SQLite sends the statement as is.  Postgres calls ``agent_sessions_append(…)``, a plpgsql
-function (migration 0014) that takes the session's advisory lock and then runs the same
-statement: plpgsql keeps each statement's plan for the connection's life, so an append is
-no longer planned on every call (the planning cost more than the insert), and a VOLATILE
-function takes a fresh snapshot per statement, so the insert still sees every append that
-held the lock before it.
+Both vendors send the same statement (storage/sqlite.py alone, storage/postgres.py behind
+the session's advisory lock), and the benchmark's raw-SQL floor reuses it.
 """
 
 from __future__ import annotations
@@ -31,10 +27,6 @@ INSERT = (
     "RETURNING seq, parent_id, depth, path_tokens"
 )
 
-# The function's parameters standing in for INSERT's row placeholders (tokens: the row's and the path total's).
-_ROW_PARAMS: tuple[str, ...] = ("p_id", "p_session_id", "p_role", "p_content", "p_text_content", "p_tool_text")
-_ROW_PARAMS += ("p_created_at", "p_tokens", "p_tokens", "p_tokens")
-
 
 def statement(parent: str | None, *, auto: bool) -> str:
     """:data:`INSERT` with the parent subquery for ``auto`` (latest leaf), ``parent=None`` (root) or an id."""
@@ -51,51 +43,3 @@ def params(row: list, session_id: str, parent: str | None, *, auto: bool) -> lis
     else:
         tail = [] if parent is None else [session_id, parent]
     return [*row, tokens, tokens, *tail]
-
-
-def _named(sql: str, names: tuple[str, ...]) -> str:
-    """``sql`` with its ``%s`` placeholders replaced, in order, by plpgsql parameter names."""
-    pieces = sql.split("%s")
-    if len(pieces) != len(names) + 1:
-        raise ValueError("placeholder count mismatch")
-    return "".join(piece + name for piece, name in zip(pieces, names, strict=False)) + pieces[-1]
-
-
-FUNCTION = "agent_sessions_append"
-
-_SIGNATURE = (
-    "p_id text, p_session_id text, p_role text, p_content text, p_text_content text, p_tool_text text, "
-    "p_created_at timestamptz, p_tokens integer, p_parent text, p_auto_parent boolean"
-)
-
-
-def function_sql() -> str:
-    """``CREATE OR REPLACE FUNCTION agent_sessions_append(…)``: lock, then one of the three inserts.
-
-    ``#variable_conflict use_column``: the output columns share names with table columns.
-    Zero rows back means the id already existed (nothing written).
-    """
-    auto = _named(statement(None, auto=True), (*_ROW_PARAMS, "p_session_id", "p_session_id"))
-    root = _named(statement(None, auto=False), _ROW_PARAMS)
-    explicit = _named(statement("", auto=False), (*_ROW_PARAMS, "p_session_id", "p_parent"))
-    return (
-        f"CREATE OR REPLACE FUNCTION {FUNCTION}({_SIGNATURE}) "
-        "RETURNS TABLE (seq bigint, parent_id text, depth integer, path_tokens bigint) "
-        "LANGUAGE plpgsql VOLATILE AS $fn$\n"
-        "#variable_conflict use_column\n"
-        "BEGIN\n"
-        "    PERFORM pg_advisory_xact_lock(hashtextextended('agent_sessions:' || p_session_id, 0));\n"
-        f"    IF p_auto_parent THEN\n        RETURN QUERY {auto};\n"
-        f"    ELSIF p_parent IS NULL THEN\n        RETURN QUERY {root};\n"
-        f"    ELSE\n        RETURN QUERY {explicit};\n"
-        "    END IF;\n"
-        "END\n$fn$"
-    )
-
-
-DROP_FUNCTION = f"DROP FUNCTION IF EXISTS {FUNCTION}({_SIGNATURE})"
-REGPROCEDURE = f"{FUNCTION}(text, text, text, text, text, text, timestamptz, integer, text, boolean)"
-"""The function's signature as ``to_regprocedure()`` reads it (is the migration applied?)."""
-
-CALL = f"SELECT seq, parent_id, depth, path_tokens FROM {FUNCTION}(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
-"""The call; parameters: the eight row values, the explicit parent (or None), whether to auto-parent."""

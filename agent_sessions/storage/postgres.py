@@ -101,41 +101,20 @@ def lock_key(session_id: str) -> str:
 
 
 def locked_insert(cursor, session_id: str, values: list, parent: str | None, *, auto: bool) -> tuple | None:
-    """Append one row under the session's advisory lock, in one round trip: ``agent_sessions_append(…)``.
+    """Run the append's ``INSERT … RETURNING`` (storage/appends.py) under the session's advisory lock, in one trip.
 
-    The function (storage/appends.py, migration 0014) takes the lock, then runs the
-    ``INSERT … SELECT`` with a fresh snapshot, so the insert sees every earlier append;
-    its plans are kept per connection, so the append is not planned on every call.
-    Outside a transaction the call is its own; inside an atomic block it joins the caller's.
-    ``values``: the row's eight values (see :func:`appends.params`).  None: the id existed.
+    Both statements go in one simple-protocol query (Django's client-side-binding
+    cursor sends it as is): Postgres runs them in one implicit transaction, so the
+    lock is held until that commits, and the INSERT takes its snapshot after the
+    lock was granted, so it sees every earlier append.  Inside an atomic block they
+    simply join the caller's transaction.  ``values``: the row's eight values
+    (see :func:`appends.params`).  None: the id already existed.
     """
-    if _has_append_function(cursor):
-        cursor.execute(appends.CALL, [*values, parent, auto])
-        return cursor.fetchone()
-    # Before migration 0014 (new code deployed ahead of ``migrate``): the lock and the bare
-    # statement in one simple-protocol query, one implicit transaction, the INSERT's snapshot
-    # taken after the lock was granted.
     statement = appends.statement(parent, auto=auto)
     params = appends.params(values, session_id, parent, auto=auto)
     cursor.execute(_LOCK + "; " + statement, [lock_key(session_id), *params])
     cursor.nextset()
     return cursor.fetchone()
-
-
-_FUNCTION_FOUND: set[tuple] = set()
-"""Databases (alias, name, host, port) where ``agent_sessions_append`` was seen: asked once per process."""
-
-
-def _has_append_function(cursor) -> bool:
-    settings = cursor.db.settings_dict
-    key = (cursor.db.alias, settings.get("NAME"), settings.get("HOST"), settings.get("PORT"))
-    if key in _FUNCTION_FOUND:
-        return True
-    cursor.execute("SELECT to_regprocedure(%s) IS NOT NULL", [appends.REGPROCEDURE])
-    if cursor.fetchone()[0]:
-        _FUNCTION_FOUND.add(key)
-        return True
-    return False
 
 
 def _compile(cursor, query, target, filters):

@@ -1,16 +1,14 @@
-"""The message-count triggers never move ``assistant_sessions.updated_at`` back; Postgres appends through a function.
+"""The message-count triggers never move ``assistant_sessions.updated_at`` back.
 
-The triggers stamp the later of the stored ``updated_at`` and the database clock
+They stamp the later of the stored ``updated_at`` and the database clock
 (``greatest(…, clock_timestamp())`` on Postgres, ``max(…)`` of Django's text format on
-SQLite), so a stamp the registry wrote with its own clock is never undercut.  Postgres
-gets ``agent_sessions_append(…)`` (agent_sessions.storage.appends): the advisory lock and
-the ``INSERT … SELECT`` in one call whose plans are kept per connection.
+SQLite), so a stamp the registry wrote with its own clock is never undercut.
 """
 
 import pgtrigger.compiler
 from django.db import migrations
 
-from agent_sessions.schema import ReplaceTrigger, install_append_function, uninstall_append_function
+from agent_sessions.schema import ReplaceTrigger
 
 _COUNT = (
     "\n    UPDATE assistant_sessions AS s SET message_count = greatest(s.message_count {sign} n.c, 0),\n"
@@ -84,5 +82,4 @@ class Migration(migrations.Migration):
             new=_count_trigger(*_DELETED, _NEW_STAMP, "434160c3cad9cb3e9f6f3669d4187949d8ba5c9b"),
         ),
         migrations.RunPython(_sqlite_triggers(None), _sqlite_triggers(_SQLITE_0008), elidable=False),
-        migrations.RunPython(install_append_function, uninstall_append_function, elidable=False),
     ]
