@@ -103,3 +103,40 @@ def downgrade_keys(apps, schema_editor) -> None:
         return
     with schema_editor.connection.cursor() as cursor:
         backends.for_vendor(vendor).downgrade_keys(cursor, _PATH_KEY_INDEX_0006)
+
+
+class ReplaceTrigger(migrations.operations.base.Operation):
+    """Swap a django-pgtrigger trigger for a new version of the same name (Postgres), in place.
+
+    pgtrigger installs a trigger as ``CREATE OR REPLACE FUNCTION`` plus drop-and-create, so
+    installing ``new`` replaces ``old`` (and installing ``old`` undoes it) without reading
+    the migration state: like :class:`AddTrigger`, this works without ``"pgtrigger"`` in
+    INSTALLED_APPS, and it enters the state only when pgtrigger's ``Meta.triggers`` is loaded.
+    """
+
+    reversible = True
+
+    def __init__(self, model_name: str, old, new) -> None:
+        self.model_name = model_name
+        self.old = old
+        self.new = new
+
+    def deconstruct(self):
+        return (self.__class__.__name__, [], {"model_name": self.model_name, "old": self.old, "new": self.new})
+
+    def state_forwards(self, app_label, state) -> None:
+        if "triggers" not in options.DEFAULT_NAMES:
+            return
+        model_state = state.models[app_label, self.model_name]
+        triggers = model_state.options.get("triggers", [])
+        model_state.options["triggers"] = [self.new if t.name == self.new.name else t for t in triggers]
+        state.reload_model(app_label, self.model_name, delay=True)
+
+    def database_forwards(self, app_label, schema_editor, from_state, to_state) -> None:
+        AddTrigger(self.model_name, self.new).database_forwards(app_label, schema_editor, from_state, to_state)
+
+    def database_backwards(self, app_label, schema_editor, from_state, to_state) -> None:
+        AddTrigger(self.model_name, self.old).database_forwards(app_label, schema_editor, from_state, to_state)
+
+    def describe(self) -> str:
+        return f"Replace trigger {self.new.name} on model {self.model_name}"

@@ -55,9 +55,11 @@ protect_message_tree = pgtrigger.Trigger(
 # ``assistant_sessions.message_count`` and ``updated_at`` follow inserts and deletes of
 # messages, whoever writes them (one UPDATE per statement).  clock_timestamp(), not
 # now(): several appends in one transaction still order the sessions they touched.
+# greatest(): the stamp never moves back, so a stamp the registry wrote with its own
+# clock (manager/clock.py, possibly ahead of the database's) is never undercut.
 _PG_COUNT = """
     UPDATE assistant_sessions AS s SET message_count = greatest(s.message_count {sign} n.c, 0),
-        updated_at = clock_timestamp()
+        updated_at = greatest(s.updated_at, clock_timestamp())
     FROM (SELECT session_id, count(*) AS c FROM {rows} GROUP BY session_id) AS n WHERE s.id = n.session_id;
     RETURN NULL;
 """

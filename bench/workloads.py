@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import random
+import statistics
+import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -15,7 +17,7 @@ from tqdm import tqdm
 
 from agent_sessions.manager import SessionManager
 from agent_sessions.session import Session
-from agent_sessions.storage import orm, walks
+from agent_sessions.storage import appends, orm, walks
 from agent_sessions.tokens import estimate_one_message_tokens
 from agent_sessions.types import dump_message, text_content, tool_text
 
@@ -61,24 +63,12 @@ class Raw:
     def append(self, session_id: str, m: dict) -> None:
         """Auto-parented append: the same INSERT … SELECT (and, on Postgres, lock) ours issues."""
         tokens = estimate_one_message_tokens(m)
-        params = [
-            m["id"],
-            session_id,
-            m["role"],
-            dump_message(m),
-            text_content(m),
-            tool_text(m),
-            self.now(),
-            tokens,
-            tokens,
-            tokens,
-            *walks.latest_leaf_params(session_id),
-        ]
-        statement = orm._INSERT.format(parent=walks.LATEST_LEAF)
+        values = [m["id"], session_id, m["role"], dump_message(m), text_content(m), tool_text(m), self.now(), tokens]
+        statement = appends.statement(None, auto=True)
+        params = appends.params(values, session_id, None, auto=True)
         if self.vendor == "postgresql":
             # The lock and the insert in one simple-protocol query: one implicit transaction.
-            cur = psycopg.ClientCursor(self.conn)
-            cur.execute(
+            psycopg.ClientCursor(self.conn).execute(
                 "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0)); " + statement,
                 ["agent_sessions:" + session_id, *params],
             )
@@ -199,41 +189,41 @@ def _sid(tag: str) -> str:
 
 
 def append_one_by_one(alias: str, database: str, n: int, peers: list) -> list[Result]:
-    """Workload 1: n auto-parented appends; per-append median at the start and at the end."""
+    """Workload 1: n auto-parented appends per implementation; per-append median at the start and at the end.
+
+    Interleaved: append i goes to every implementation in turn (the order rotating with i), so
+    a slow spell of a shared machine (a busy disk, a stolen core) hits them all alike.  Besides
+    wall time, each row reports the median process CPU time of an append (the client's share).
+    """
     window = max(10, n // 20)  # the first and last 5 % of appends
-    results = []
-
-    def run(label: str, append) -> None:
-        times = [
-            timed(lambda i=i: append(i))[0]
-            for i in tqdm(range(n), desc=f"append ×{n} {label} [{database}]", leave=False)
-        ]
-        start, end = per_op_medians(times, window)
-        results.append(
-            Result(
-                "1. append one by one (per append, end)",
-                database,
-                label,
-                end,
-                n,
-                {"start": f"{start * 1e6:.0f}µs", "end/start": f"{end / start:.2f}"},
-                binned(times),
-            )
-        )
-
     session = Session.create(using=alias).for_session(_sid("append"))
-    run("ours", lambda i: session.append_message(message(i)))
     compacting = (
         Session.create(using=alias)
         .for_session(_sid("append-ca"))
         .on_compaction(lambda messages, context=None: None)
         .compact_after(10**12)
     )
-    run("ours + compact_after", lambda i: compacting.append_message(message(i)))
     raw, sid = Raw(alias), _sid("append-raw")
-    run("raw SQL", lambda i: raw.append(sid, message(i)))
-    for peer in peers:
-        run(peer.name, lambda i, peer=peer: peer.append(peer_item(i)))
+    impls = [
+        ("ours", lambda i: session.append_message(message(i))),
+        ("ours + compact_after", lambda i: compacting.append_message(message(i))),
+        ("raw SQL", lambda i: raw.append(sid, message(i))),
+    ]
+    impls += [(peer.name, lambda i, peer=peer: peer.append(peer_item(i))) for peer in peers]
+    wall: dict[str, list[float]] = {label: [] for label, _ in impls}
+    cpu: dict[str, list[float]] = {label: [] for label, _ in impls}
+    for i in tqdm(range(n), desc=f"append ×{n} × {len(impls)}, interleaved [{database}]", leave=False):
+        k = i % len(impls)
+        for label, append in impls[k:] + impls[:k]:
+            before = time.process_time()
+            wall[label].append(timed(lambda append=append, i=i: append(i))[0])
+            cpu[label].append(time.process_time() - before)
+    results = []
+    for label, times in wall.items():
+        start, end = per_op_medians(times, window)
+        extras = {"start": f"{start * 1e6:.0f}µs", "end/start": f"{end / start:.2f}"}
+        extras["cpu"] = f"{statistics.median(cpu[label]) * 1e6:.0f}µs"
+        results.append(Result("1. append one by one (per append, end)", database, label, end, n, extras, binned(times)))
     return results
 
 

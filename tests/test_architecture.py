@@ -32,6 +32,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "storage.search_schema",
             "storage.walks",
             "storage.bare_reads",
+            "storage.appends",
         ],
     ),
     ("orm", ["models", "querysets", "migrations"]),

@@ -357,6 +357,8 @@ def test_compact_and_split_ends_the_old_session_and_seeds_the_new(manager):
     assert first["parts"] == [{"type": "text", "text": "[Context from previous session]\n\nThey talked about tea."}]
     assert manager.get_message_count(old.id) == 2  # the old conversation is kept
     assert [s.id for s in manager.list()][:2] == [new.id, old.id]
+    assert manager.get(new.id) == new  # what it returned is the row as stored (updated_at included)
+    assert SessionRecord.objects.get(pk=new.id).message_count == 1
     assert manager.compact_and_split(new.id, "again", name="Part 3").name == "Part 3"
 
 

@@ -64,6 +64,7 @@ def test_forked_session_sorts_first(manager, tree):
     other = manager.create("Later").id
     forked = manager.fork(tree, "c", "Fork")
     assert [s.id for s in manager.list()][:3] == [forked.id, other, tree]
+    assert manager.get(forked.id) == forked  # what it returned is the row as stored (updated_at included)
 
 
 def test_fork_copies_depth_and_token_totals(manager, tree):

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
 
 from agent_sessions import Session, SessionManager
 from agent_sessions.models import (
@@ -225,6 +228,39 @@ def test_message_count_follows_appends_and_deletes(session_id):
     assert count(session_id) == 1
     session.clear_messages()
     assert count(session_id) == 0
+
+
+def stamp(session_id: str):
+    return SessionRecord.objects.values_list("updated_at", flat=True).get(pk=session_id)
+
+
+def test_count_triggers_never_move_updated_at_back(session_id):
+    """A stamp ahead of the database clock (the registry's own clock can be) stays; one behind moves on."""
+    ahead = (timezone.now() + timedelta(hours=1)).replace(microsecond=0)  # no fraction: the shortest text form
+    SessionRecord.objects.create(id=session_id, created_at=ahead, updated_at=ahead)
+    session = Session.create().for_session(session_id)
+    session.append_message(msg("u1"))
+    assert (count(session_id), stamp(session_id)) == (1, ahead)
+    with connection.cursor() as cursor:  # a foreign writer's insert, then a delete: the same triggers
+        cursor.execute(
+            "INSERT INTO assistant_messages (id, session_id, parent_id, role, content) "
+            "VALUES ('f', %s, 'u1', 'user', '{}')",
+            [session_id],
+        )
+    session.delete_messages(["u1"])
+    assert (count(session_id), stamp(session_id)) == (1, ahead)
+    ahead = timezone.now() + timedelta(seconds=30)  # microseconds: longer than SQLite's millisecond stamp
+    SessionRecord.objects.filter(pk=session_id).update(updated_at=ahead)
+    session.append_message(msg("u2"))
+    assert stamp(session_id) == ahead
+    behind = timezone.now() - timedelta(hours=1)
+    SessionRecord.objects.filter(pk=session_id).update(updated_at=behind)
+    session.append_message(msg("u3"))
+    moved = stamp(session_id)
+    assert behind + timedelta(minutes=59) < moved <= timezone.now()
+    session.clear_messages()
+    assert count(session_id) == 0
+    assert stamp(session_id) >= moved
 
 
 def test_message_count_of_bulk_writes_fork_and_foreign_rows(db):

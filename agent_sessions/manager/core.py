@@ -192,19 +192,19 @@ class SessionManager(RecordingBuilder):
         a message not in it → ValueError (nothing is created either way).
         """
         source = rows.fetch_or_raise(self.using, session_id)
+        name = rows.check_text(name, "name")
+        fork_id = rows.new_id()
         with transaction.atomic(using=self.using):
-            row = rows.insert(
-                self.using,
-                rows.check_text(name, "name"),
-                parent_session_id=session_id,
-                model=source.model,
-                source=source.source,
-            )
-            if not forking.copy_path(self._provider(session_id), row.id, at_message_id):
+            if not forking.copy_path(self._provider(session_id), fork_id, at_message_id):
                 raise ValueError(f"message {at_message_id!r} is not in session {session_id!r}")
-            rows.copy_namespaced(self.using, session_id, row.id, prompt=True)
-            self._touch(row.id)  # as in compact_and_split: the registry's clock orders the list
-        return rows.to_info(rows.fetch_or_raise(self.using, row.id))
+            rows.copy_namespaced(self.using, session_id, fork_id, prompt=True)
+            # The registry row last, as in compact_and_split: it starts with the copies' count
+            # (a trigger) and the registry clock's stamp, so the row returned is the row stored.
+            row = rows.insert(
+                self.using, name, session_id=fork_id, parent_session_id=session_id, model=source.model,
+                source=source.source,
+            )  # fmt: skip
+        return rows.to_info(row)
 
     def fork_mapping(self, fork_session_id: str) -> dict[str, str]:
         """``{original message id: copied message id}`` of a fork."""
@@ -234,24 +234,21 @@ class SessionManager(RecordingBuilder):
         if not isinstance(summary, str):
             raise TypeError("summary must be a string")
         old = rows.fetch_or_raise(self.using, session_id)
+        name = old.name if name is None else rows.check_text(name, "name")
+        new_id = rows.new_id()
         with transaction.atomic(using=self.using):
             rows.update(self.using, session_id, end_reason="compaction")
-            row = rows.insert(
-                self.using,
-                old.name if name is None else rows.check_text(name, "name"),
-                parent_session_id=session_id,
-                model=old.model,
-                source=old.source,
-            )
             text = {"type": "text", "text": SPLIT_PREFIX + summary}
-            self._provider(row.id).append_message({"id": uuid.uuid4().hex, "role": "assistant", "parts": [text]}, None)
+            self._provider(new_id).append_message({"id": uuid.uuid4().hex, "role": "assistant", "parts": [text]}, None)
             # Blocks carry over; the prompt does not: the summary replaces the transcript in which
             # writes made after freezing were visible, so the new session renders its own on first use.
-            rows.copy_namespaced(self.using, session_id, row.id, prompt=False)
-            # The message-count trigger stamped updated_at with the database's clock (milliseconds on
-            # SQLite), which can fall behind the old session's stamp: restamp with the registry's clock.
-            self._touch(row.id)
-        return rows.to_info(rows.fetch_or_raise(self.using, row.id))
+            rows.copy_namespaced(self.using, session_id, new_id, prompt=False)
+            # The registry row last: a trigger gives it the message's count, and its stamp comes
+            # from the registry's clock, after the old session's, so it lists first.
+            row = rows.insert(
+                self.using, name, session_id=new_id, parent_session_id=session_id, model=old.model, source=old.source
+            )
+        return rows.to_info(row)
 
     # ── usage ───────────────────────────────────────────────────────
     def add_usage(self, session_id: str, input_tokens: int, output_tokens: int, cost: float) -> None:

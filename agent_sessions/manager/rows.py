@@ -72,11 +72,20 @@ def check_text(value: Any, what: str, *, optional: bool = False) -> str | None:
     return value
 
 
-def insert(using: str, name: str, **fields: Any) -> SessionRecord:
-    """A new registry row with a fresh uuid4-hex id."""
+def new_id() -> str:
+    """A fresh session id (uuid4 hex)."""
+    return uuid.uuid4().hex
+
+
+def insert(using: str, name: str, *, session_id: str | None = None, **fields: Any) -> SessionRecord:
+    """A new registry row (id: ``session_id`` or a fresh uuid4 hex), stamped with the registry's clock.
+
+    The row returned is what was stored: a row made after its session's messages (fork,
+    compact_and_split) starts with their count (a database trigger) and this stamp.
+    """
     stamp = clock.now()
     return SessionRecord.objects.using(using).create(
-        id=uuid.uuid4().hex, name=name, created_at=stamp, updated_at=stamp, **fields
+        id=session_id or new_id(), name=name, created_at=stamp, updated_at=stamp, **fields
     )
 
 

@@ -42,8 +42,6 @@ from .walks import LATEST_LEAF, LATEST_LEAF_CONTENT, PATH_ROW, latest_leaf_param
 OMITTED = object()
 """Sentinel: the caller left ``parent_id`` out (auto-parent to the latest leaf)."""
 
-_COLUMNS = "id, session_id, parent_id, role, content, text_content, tool_text, created_at, tokens, depth, path_tokens"
-
 _COPY_COLUMNS = (
     "id, session_id, parent_id, role, content, text_content, tool_text, created_at, tokens, depth, path_tokens, "
     "origin_id"
@@ -52,21 +50,6 @@ _COPY_COLUMNS = (
 
 _BULK_DEFAULTS = {"tool_text": ""}
 """Values :meth:`DjangoSessionProvider.insert_rows` uses for keys a row leaves out (NOT NULL columns)."""
-
-_EXPLICIT_PARENT = "SELECT m.id, m.depth, m.path_tokens FROM assistant_messages m WHERE m.session_id = %s AND m.id = %s"
-_NO_PARENT = "SELECT m.id, m.depth, m.path_tokens FROM assistant_messages m WHERE 1 = 0"
-
-# The parent is chosen inside the INSERT itself; ``WHERE true`` lets SQLite
-# parse ``INSERT … SELECT … ON CONFLICT``.
-_INSERT = (
-    f"INSERT INTO assistant_messages ({_COLUMNS}) "
-    "SELECT %s, %s, p.id, %s, %s, %s, %s, %s, %s, "
-    "CASE WHEN p.id IS NULL THEN 1 ELSE p.depth + 1 END, "
-    "CASE WHEN p.id IS NULL THEN %s ELSE p.path_tokens + %s END "
-    "FROM (SELECT 1 AS one) AS one LEFT JOIN ({parent}) AS p ON 1 = 1 "
-    "WHERE true ON CONFLICT (session_id, id) DO NOTHING "
-    "RETURNING seq, parent_id, depth, path_tokens"
-)
 
 # 1 when the session has any overlay, else NULL (parameter: the session id); read once per walk.
 _HAS_OVERLAYS = "(SELECT 1 FROM assistant_compactions o WHERE o.session_id = %s LIMIT 1)"
@@ -359,21 +342,14 @@ class DjangoSessionProvider:
         """Insert a message and report its parent, depth and running token total."""
         stored = validate_message(message)
         tokens = estimate_one_message_tokens(message)
-        if parent_id is OMITTED:
-            parent_sql, parent_params = LATEST_LEAF, latest_leaf_params(self.session_id)
-        elif parent_id is None:
-            parent_sql, parent_params = _NO_PARENT, []
-        else:
-            parent_sql, parent_params = _EXPLICIT_PARENT, [self.session_id, str(parent_id)]
+        auto = parent_id is OMITTED
+        parent = None if auto or parent_id is None else str(parent_id)
         connection = self.connection
         now = connection.ops.adapt_datetimefield_value(timezone.now())
-        # In the order of the SQL text: the row's values, the path totals, then the parent subquery.
-        params = [message["id"], self.session_id, message["role"], stored, text_content(message), tool_text(message)]
-        params += [now, tokens]
-        params += [tokens, tokens, *parent_params]
-        sql = _INSERT.format(parent=parent_sql)
+        values = [message["id"], self.session_id, message["role"], stored, text_content(message), tool_text(message)]
+        values += [now, tokens]
         with permanent_errors_as_invalid(), connection.cursor() as cursor:
-            row = self.backend.locked_insert(cursor, self.session_id, sql, params)
+            row = self.backend.locked_insert(cursor, self.session_id, values, parent, auto=auto)
         if row is None:
             return AppendOutcome(inserted=False)
         return AppendOutcome(inserted=True, parent_id=row[1], depth=row[2], path_tokens=row[3])

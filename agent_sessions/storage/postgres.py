@@ -11,7 +11,7 @@ import select
 from .. import conf
 from ..search import tsquery
 from ..search.run import Searcher
-from . import bare_reads
+from . import appends, bare_reads
 
 vendor = "postgresql"
 
@@ -100,16 +100,19 @@ def lock_key(session_id: str) -> str:
     return "agent_sessions:" + session_id
 
 
-def locked_insert(cursor, session_id: str, sql: str, params: list) -> tuple | None:
-    """Run the append's ``INSERT … RETURNING`` under the session's advisory lock, in one round trip.
+def locked_insert(cursor, session_id: str, values: list, parent: str | None, *, auto: bool) -> tuple | None:
+    """Run the append's ``INSERT … RETURNING`` (storage/appends.py) under the session's advisory lock, in one trip.
 
     Both statements go in one simple-protocol query (Django's client-side-binding
     cursor sends it as is): Postgres runs them in one implicit transaction, so the
     lock is held until that commits, and the INSERT takes its snapshot after the
     lock was granted, so it sees every earlier append.  Inside an atomic block they
-    simply join the caller's transaction.
+    simply join the caller's transaction.  ``values``: the row's eight values
+    (see :func:`appends.params`).  None: the id already existed.
     """
-    cursor.execute(_LOCK + "; " + sql, [lock_key(session_id), *params])
+    statement = appends.statement(parent, auto=auto)
+    params = appends.params(values, session_id, parent, auto=auto)
+    cursor.execute(_LOCK + "; " + statement, [lock_key(session_id), *params])
     cursor.nextset()
     return cursor.fetchone()
 

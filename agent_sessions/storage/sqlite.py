@@ -14,7 +14,7 @@ import re
 from .. import triggers
 from ..search import fts5, plan
 from ..search.run import Searcher
-from . import bare_reads
+from . import appends, bare_reads
 
 vendor = "sqlite"
 
@@ -94,14 +94,14 @@ def lock_session(cursor, session_id: str) -> None:
     """Nothing to do: SQLite serialises writers (see the module docstring)."""
 
 
-def locked_insert(cursor, session_id: str, sql: str, params: list) -> tuple | None:
-    """Run the append's ``INSERT … RETURNING`` as one statement, with no explicit transaction.
+def locked_insert(cursor, session_id: str, values: list, parent: str | None, *, auto: bool) -> tuple | None:
+    """Run the append's ``INSERT … RETURNING`` (storage/appends.py) as one statement, with no explicit transaction.
 
     The lone statement is atomic and takes the write lock before it reads the
     parent.  A deferred ``BEGIN`` would let two writers both take a read lock and
     then deadlock on the upgrade (SQLite then fails at once instead of waiting).
     """
-    cursor.execute(sql, params)
+    cursor.execute(appends.statement(parent, auto=auto), appends.params(values, session_id, parent, auto=auto))
     return cursor.fetchone()
 
 
@@ -182,6 +182,11 @@ def _sqlite_suffix(column: str) -> str:
 
 # Django's text format for datetimes, to the millisecond (the best SQLite's clock gives).
 _NOW = "strftime('%Y-%m-%d %H:%M:%f', 'now')"
+# The later of the stored stamp and the clock, so the count triggers never move ``updated_at``
+# back (the registry stamps it to the microsecond with its own clock, manager/clock.py).  Both
+# are text in Django's format, "YYYY-MM-DD HH:MM:SS[.fff…]", which sorts as the time does: a
+# millisecond stamp that is a prefix of a microsecond one sorts first, as its truncation should.
+_LATER = f"max(updated_at, {_NOW})"
 
 _TRIGGERS = [
     f"""CREATE TRIGGER IF NOT EXISTS agent_sessions_cascade_session_delete
@@ -194,11 +199,12 @@ _TRIGGERS = [
     END""",
     f"""CREATE TRIGGER IF NOT EXISTS agent_sessions_count_inserted_messages
     AFTER INSERT ON assistant_messages BEGIN
-        UPDATE assistant_sessions SET message_count = message_count + 1, updated_at = {_NOW} WHERE id = NEW.session_id;
+        UPDATE assistant_sessions SET message_count = message_count + 1, updated_at = {_LATER}
+        WHERE id = NEW.session_id;
     END""",
     f"""CREATE TRIGGER IF NOT EXISTS agent_sessions_count_deleted_messages
     AFTER DELETE ON assistant_messages BEGIN
-        UPDATE assistant_sessions SET message_count = max(message_count - 1, 0), updated_at = {_NOW}
+        UPDATE assistant_sessions SET message_count = max(message_count - 1, 0), updated_at = {_LATER}
         WHERE id = OLD.session_id;
     END""",
     """CREATE TRIGGER IF NOT EXISTS agent_sessions_count_existing_messages
@@ -226,6 +232,19 @@ TRIGGER_UNINSTALL = [
 def trigger_install_sql() -> list[str]:
     """Cascade a session delete to its rows, count messages, refuse updates that move a message (migration 0008)."""
     return list(_TRIGGERS)
+
+
+COUNT_TRIGGERS = ("agent_sessions_count_inserted_messages", "agent_sessions_count_deleted_messages")
+
+
+def count_trigger_sql(create: list[str] | None = None) -> list[str]:
+    """Drop and recreate the two message-count triggers (migration 0014), from ``create`` or the current text.
+
+    SQLite cannot replace a trigger in place; the other triggers are left as they are.
+    """
+    if create is None:
+        create = [sql for sql in _TRIGGERS if any(f" {name}\n" in sql for name in COUNT_TRIGGERS)]
+    return [*(f"DROP TRIGGER IF EXISTS {name}" for name in COUNT_TRIGGERS), *create]
 
 
 def _fts_sql(
