@@ -6,6 +6,6 @@ from agent_sessions.storage.search_schema import trigram_with_ascii_text, trigra
 
 
 class Migration(migrations.Migration):
-    dependencies = [("agent_sessions", "0013_search_partial_trgm")]
+    dependencies = [("agent_sessions", "0014_monotonic_updated_at")]
 
     operations = [migrations.RunPython(trigram_without_ascii_text, trigram_with_ascii_text, elidable=False)]
