@@ -13,6 +13,7 @@ from django.test.utils import CaptureQueriesContext
 
 from agent_sessions.api import access, routes_messages
 from agent_sessions.models import Message, SessionRecord
+from agent_sessions.search.plan import MESSAGES
 from tests.support.api import ui
 
 pytestmark = pytest.mark.django_db
@@ -56,14 +57,14 @@ def test_session_search_is_auth_owner_and_one_query(api, chat):
     assert len(_without_stem_probes(queries.captured_queries)) == AUTH + OWNER + 1
 
 
-def test_search_across_sessions_filters_hits_in_one_query(api, bob_api, chat):
+def test_search_across_sessions_filters_owners_inside_the_search_query(api, bob_api, chat):
     theirs = bob_api.new_session("B")
     bob_api.append(theirs, "b0", "deploy elsewhere")
     with CaptureQueriesContext(connection) as queries:
         response = api.get("/search", q="deploy")
     assert {hit["session_id"] for hit in response.json()["results"]} == {chat}
-    # the search, then which of the hits' sessions are the caller's
-    assert len(_without_stem_probes(queries.captured_queries)) == AUTH + 1 + 1
+    # one query: the owner filter is part of the ranking query
+    assert len(_without_stem_probes(queries.captured_queries)) == AUTH + 1
 
 
 def test_append_is_owner_insert_and_touch_in_one_transaction(api, chat, django_assert_num_queries):
@@ -91,8 +92,24 @@ def test_written_out_statements_name_the_models_tables():
     sessions, messages = SessionRecord._meta.db_table, Message._meta.db_table
     assert f"FROM {sessions} " in access._SESSION_STATE
     assert f"FROM {messages} " in access._MESSAGE_EXISTS
-    assert f"FROM {sessions} " in access._OWNED_AMONG
+    assert "FROM assistant_sessions WHERE owner_id = %s" in MESSAGES.owned_scopes
+    assert sessions == "assistant_sessions"
     assert routes_messages._TOUCH.startswith(f"UPDATE {sessions} ")
     columns = {f.column for f in SessionRecord._meta.fields}
     assert {"id", "end_reason", "owner_id", "updated_at"} <= columns
     assert {"session_id", "id"} <= {f.column for f in Message._meta.fields}
+
+
+def test_owner_filtered_search_keeps_the_global_order_and_snippets(api, bob_api, staff_api):
+    """The caller's hits are the all-sessions ranking with other users' hits left out, snippets included."""
+    mine = api.new_session("A")
+    theirs = bob_api.new_session("B")
+    for i in range(8):
+        api.append(mine, f"a{i}", " ".join(["deploy"] * (i % 4 + 1)) + f" friday note {i}")
+        bob_api.append(theirs, f"b{i}", " ".join(["deploy"] * (i % 3 + 1)) + " friday")
+    everyone = staff_api.get("/search", q="deploy friday", limit=100).json()["results"]
+    expected = [hit for hit in everyone if hit["session_id"] == mine]
+    assert len(expected) == 8
+    assert api.get("/search", q="deploy friday", limit=100).json()["results"] == expected
+    page = api.get("/search", q="deploy friday", limit=3, offset=2).json()["results"]
+    assert page == expected[2:5]

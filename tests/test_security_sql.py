@@ -119,10 +119,6 @@ ALLOWED: dict[str, dict[str, str]] = {
         "PATH_KEY.format(t='m.')": "module constant + code-literal alias",
         "PATH_KEY.format(t='s.')": "module constant + code-literal alias",
     },
-    "api/access.py": {
-        "_OWNED_AMONG": "module constant",
-        "marks": "'%s, %s, …' only",
-    },
     "storage/visible_tokens.py": {
         "', '.join(['%s'] * len(ids))": "placeholders only",
         "marks": "'%s, %s, …' only",

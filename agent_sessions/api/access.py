@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from django.db import connections
@@ -11,17 +10,15 @@ from django.http import HttpRequest
 
 from ..manager import SessionManager
 from ..manager.rows import LIST_ORDER
-from ..models import Message, SessionRecord
+from ..models import SessionRecord
 from .auth import is_staff
 from .config import get_manager
 from .errors import ApiError, not_found
-
 
 # The checks every session route runs, written out: the ORM's query compilation and model instantiation
 # cost several times the statement itself (tests/test_api_queries.py pins the tables these name).
 _SESSION_STATE = "SELECT end_reason FROM assistant_sessions WHERE id = %s"
 _MESSAGE_EXISTS = "SELECT 1 FROM assistant_messages WHERE session_id = %s AND id = %s"
-_OWNED_AMONG = "SELECT id FROM assistant_sessions WHERE owner_id = %s AND id IN"
 
 
 def caller(request: HttpRequest) -> Any:
@@ -104,20 +101,7 @@ def set_owner(request: HttpRequest, manager: SessionManager, session_id: str) ->
     return SessionRecord.objects.using(manager.using).get(id=session_id)
 
 
-def session_filter(request: HttpRequest, manager: SessionManager) -> Callable[[set[str]], set[str]] | None:
-    """``ids -> the ones the caller may see`` (None for staff, who see every session)."""
-    if is_staff(caller(request)):
-        return None
-
-    owner = caller(request).pk
-
-    def allowed(ids: set[str]) -> set[str]:
-        if not ids:
-            return set()
-        marks = ", ".join(["%s"] * len(ids))
-        sql = f"{_OWNED_AMONG} ({marks})"
-        with connections[manager.using].cursor() as cursor:
-            cursor.execute(sql, [owner, *ids])
-            return {row[0] for row in cursor.fetchall()}
-
-    return allowed
+def search_owner(request: HttpRequest) -> Any:
+    """Whose sessions a cross-session search may return: the caller's id (None for staff, who see every one)."""
+    user = caller(request)
+    return None if is_staff(user) else user.pk

@@ -8,8 +8,7 @@ from django.db import connections, transaction
 from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Status
 
-from ..manager import SessionManager
-from ..manager import clock
+from ..manager import SessionManager, clock
 from ..models import Message
 from ..storage import backends
 from ..storage.orm import OMITTED

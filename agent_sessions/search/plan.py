@@ -22,6 +22,7 @@ class Target:
     tsv: str = "content_tsv"  # Postgres: the generated tsvector column
     has_role: bool = False
     extra: str = ""  # a second, lower-ranked text column searched with ``text`` (messages: tool_text)
+    owned_scopes: str = ""  # SQL of the scope values one owner has (one %s: the owner), for Filters.owner
 
 
 MESSAGES = Target(
@@ -33,6 +34,7 @@ MESSAGES = Target(
     trigram="assistant_fts_trigram",
     has_role=True,
     extra="tool_text",
+    owned_scopes="SELECT id FROM assistant_sessions WHERE owner_id = %s",
 )
 ENTRIES = Target(
     table="cf_agents_search_entries",
@@ -59,6 +61,7 @@ class Filters:
     snippets: bool = False
     scan_rows: int = 50_000
     ranked: bool = False  # also select a ``rank`` column (higher is better), after the snippet
+    owner: object = None  # only scopes this owner has (target.owned_scopes), e.g. the API caller's sessions
 
 
 RANK_TYPE = "DOUBLE PRECISION"
@@ -170,6 +173,9 @@ def scope_sql(target: Target, filters: Filters, params: list, alias: str, role_t
     if filters.scope is not None:
         where.append(f"{alias}{target.scope} = %s")
         params.append(filters.scope)
+    if filters.owner is not None and target.owned_scopes:
+        where.append(f"{alias}{target.scope} IN ({target.owned_scopes})")
+        params.append(filters.owner)
     if filters.roles is not None and target.has_role:
         where.append(role_test(f"{alias}role", filters.roles, params))
     return where
