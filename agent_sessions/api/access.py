@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
+from django.db import connections
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from ..manager import SessionManager
 from ..manager.rows import LIST_ORDER
-from ..models import Message, SessionRecord
+from ..models import SessionRecord
 from .auth import is_staff
 from .config import get_manager
 from .errors import ApiError, not_found
+
+# The checks every session route runs, written out: the ORM's query compilation and model instantiation
+# cost several times the statement itself (tests/test_api_queries.py pins the tables these name).
+_SESSION_STATE = "SELECT end_reason FROM assistant_sessions WHERE id = %s"
+_MESSAGE_EXISTS = "SELECT 1 FROM assistant_messages WHERE session_id = %s AND id = %s"
 
 
 def caller(request: HttpRequest) -> Any:
@@ -43,20 +48,36 @@ def owned_record(
     return row
 
 
+def _end_reason(request: HttpRequest, session_id: str, manager: SessionManager) -> str | None:
+    """The caller's session's ``end_reason`` (None while open), or a 404; one short statement."""
+    sql = _SESSION_STATE
+    params: list[Any] = [session_id]
+    user = caller(request)
+    if not is_staff(user):
+        sql += " AND owner_id = %s"
+        params.append(user.pk)
+    with connections[manager.using].cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        raise not_found("session")
+    return row[0]
+
+
 def owned_manager(request: HttpRequest, session_id: str) -> SessionManager:
     """The API's manager, after checking the caller owns the session (a 404 otherwise)."""
     manager = get_manager()
-    owned_record(request, session_id, manager)
+    _end_reason(request, session_id, manager)
     return manager
 
 
 def writable_manager(request: HttpRequest, session_id: str) -> SessionManager:
     """Like :func:`owned_manager`, but 409 once the session has ended (split or ended explicitly)."""
     manager = get_manager()
-    row = owned_record(request, session_id, manager)
-    if row.end_reason is not None:
+    end_reason = _end_reason(request, session_id, manager)
+    if end_reason is not None:
         raise ApiError(
-            409, "session_ended", f"The session has ended ({row.end_reason}); continue in a new or split session."
+            409, "session_ended", f"The session has ended ({end_reason}); continue in a new or split session."
         )
     return manager
 
@@ -68,7 +89,10 @@ def require_message(manager: SessionManager, session_id: str, message_id: str) -
 
 
 def message_exists(manager: SessionManager, session_id: str, message_id: str) -> bool:
-    return Message.objects.using(manager.using).filter(session_id=session_id, message_id=message_id).exists()
+    """Whether the session stores a message with that id (one indexed lookup)."""
+    with connections[manager.using].cursor() as cursor:
+        cursor.execute(_MESSAGE_EXISTS, [session_id, message_id])
+        return cursor.fetchone() is not None
 
 
 def set_owner(request: HttpRequest, manager: SessionManager, session_id: str) -> SessionRecord:
@@ -77,12 +101,7 @@ def set_owner(request: HttpRequest, manager: SessionManager, session_id: str) ->
     return SessionRecord.objects.using(manager.using).get(id=session_id)
 
 
-def session_filter(request: HttpRequest, manager: SessionManager) -> Callable[[set[str]], set[str]] | None:
-    """``ids -> the ones the caller may see`` (None for staff, who see every session)."""
-    if is_staff(caller(request)):
-        return None
-
-    def allowed(ids: set[str]) -> set[str]:
-        return set(visible_sessions(request, manager).filter(id__in=ids).values_list("id", flat=True))
-
-    return allowed
+def search_owner(request: HttpRequest) -> Any:
+    """Whose sessions a cross-session search may return: the caller's id (None for staff, who see every one)."""
+    user = caller(request)
+    return None if is_staff(user) else user.pk

@@ -27,7 +27,8 @@ _MESSAGE = {**_SAME_SESSION, "message_id": "$response.body#/id"}
 LINKS: dict[tuple[str, str, str], dict[str, tuple[str, str, dict, Any]]] = {
     ("post", "/sessions", "201"): {
         "GetSession": ("get", SESSION, _NEW_SESSION, None),
-        "AppendMessage": ("post", SESSION + "/messages", _NEW_SESSION, None),
+        # A new root: a generated parent_id names no stored message (404), and the chain would stop there.
+        "AppendMessage": ("post", SESSION + "/messages", _NEW_SESSION, {"parent_id": None}),
         "History": ("get", SESSION + "/history", _NEW_SESSION, None),
         "RequestCompaction": ("post", SESSION + "/compaction-requests", _NEW_SESSION, None),
         "ListContext": ("get", SESSION + "/context", _NEW_SESSION, None),
@@ -35,10 +36,12 @@ LINKS: dict[tuple[str, str, str], dict[str, tuple[str, str, dict, Any]]] = {
         "DeleteSession": ("delete", SESSION, _NEW_SESSION, None),
     },
     ("post", SESSION + "/messages", "201"): {
+        "AppendChild": ("post", SESSION + "/messages", _SAME_SESSION, {"parent_id": "$response.body#/id"}),
         "GetMessage": ("get", MESSAGE, _MESSAGE, None),
         "PutMessage": ("put", MESSAGE, _MESSAGE, None),
         "DeleteMessage": ("delete", MESSAGE, _MESSAGE, None),
         "Fork": ("post", SESSION + "/forks", _SAME_SESSION, {"at_message_id": "$response.body#/id"}),
+        "ForkDeprecated": ("post", SESSION + "/fork", _SAME_SESSION, {"at_message_id": "$response.body#/id"}),
         "Compaction": (
             "post",
             SESSION + "/compactions",
@@ -51,6 +54,20 @@ LINKS: dict[tuple[str, str, str], dict[str, tuple[str, str, dict, Any]]] = {
             SESSION + "/compaction-requests",
             _SAME_SESSION,
             {"leaf_id": "$response.body#/id"},
+        ),
+    },
+    # History names stored messages too, so a scenario that reads it can fork or compact with real ids.
+    ("get", SESSION + "/history", "200"): {
+        "ForkAtFirst": ("post", SESSION + "/forks", _SAME_SESSION, {"at_message_id": "$response.body#/messages/0/id"}),
+        "CompactFirst": (
+            "post",
+            SESSION + "/compactions",
+            _SAME_SESSION,
+            {
+                "summary": "summary",
+                "from_message_id": "$response.body#/messages/0/id",
+                "to_message_id": "$response.body#/messages/0/id",
+            },
         ),
     },
     ("post", SESSION + "/forks", "201"): {

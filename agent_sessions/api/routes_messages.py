@@ -8,8 +8,7 @@ from django.db import connections, transaction
 from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Status
 
-from ..manager import SessionManager
-from ..manager.rows import update as touch_record
+from ..manager import SessionManager, clock
 from ..models import Message
 from ..storage import backends
 from ..storage.orm import OMITTED
@@ -40,9 +39,16 @@ from .schemas import (
 router = Router(tags=["messages"])
 
 
+_TOUCH = "UPDATE assistant_sessions SET updated_at = %s WHERE id = %s"
+
+
 def _touch(manager: SessionManager, session_id: str) -> None:
-    """Bump ``updated_at`` as the manager's own writes do."""
-    touch_record(manager.using, session_id)
+    """Bump ``updated_at`` with the registry's clock, as the manager's own writes do (written out: the ORM's
+    UPDATE compilation costs more than the statement, and every append runs it)."""
+    connection = connections[manager.using]
+    stamp = connection.ops.adapt_datetimefield_value(clock.now())
+    with connection.cursor() as cursor:
+        cursor.execute(_TOUCH, [stamp, session_id])
 
 
 def _parent(manager: SessionManager, session_id: str, payload: AppendIn) -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Query, Router
 
-from .access import owned_manager, session_filter
+from .access import owned_manager, search_owner
 from .config import get_manager
 from .http import page_size
 from .schemas import ERROR_STATUSES, MAX_INT, NO_NUL_PATTERN, ErrorOut, SearchOut
@@ -27,8 +27,7 @@ def search_all(request: HttpRequest, q: str = _Q, limit: int = _LIMIT, offset: i
     """Best matches across the caller's sessions (each hit names its ``session_id``)."""
     manager = get_manager()
     limit = page_size(limit)
-    allowed = session_filter(request, manager)
-    hits = search_owned(q, offset + limit, using=manager.using, allowed=allowed)[offset:]
+    hits = search_owned(q, offset + limit, using=manager.using, owner=search_owner(request))[offset:]
     return {"results": hits, "limit": limit, "offset": offset}
 
 

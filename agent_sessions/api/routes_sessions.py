@@ -168,25 +168,10 @@ def _fork(request: HttpRequest, response: HttpResponse, session_id: str, payload
     return _created(response, row)
 
 
-_FORK_LINKS = {
-    "responses": {
-        "201": {
-            "links": {
-                "GetFork": {
-                    "operationId": "agent_sessions_api_routes_sessions_get_session",
-                    "parameters": {"session_id": "$response.body#/id"},
-                },
-            }
-        }
-    }
-}
-
-
 @router.post(
     "/sessions/{session_id}/forks",
     response={201: SessionOut, ERROR_STATUSES: ErrorOut},
     summary="Fork at a message",
-    openapi_extra=_FORK_LINKS,
 )
 def create_fork(request: HttpRequest, response: HttpResponse, session_id: str, payload: ForkIn):
     """Copy the path up to ``at_message_id`` into a new session of the caller (``parent_session_id`` = this one)."""

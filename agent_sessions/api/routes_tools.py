@@ -13,7 +13,7 @@ from ninja import Query, Router
 
 from ..manager.history import TOOL_LIMIT, session_search_tool
 from ..tools import Tool
-from .access import owned_manager, session_filter
+from .access import owned_manager, search_owner
 from .errors import ApiError, not_found
 from .http import page
 from .schemas import ERROR_STATUSES, MAX_INT, ErrorOut, ToolCallIn, ToolList, ToolResultOut
@@ -24,10 +24,10 @@ router = Router(tags=["tools"])
 
 def _tools(request: HttpRequest, session_id: str) -> dict[str, Tool]:
     manager = owned_manager(request, session_id)
-    allowed = session_filter(request, manager)
+    owner = search_owner(request)
 
     def search(query: str, *, limit: int = TOOL_LIMIT) -> list:
-        return search_owned(query, limit, using=manager.using, allowed=allowed)
+        return search_owned(query, limit, using=manager.using, owner=owner)
 
     tools = dict(manager.get_session(session_id).tools())
     scoped = session_search_tool(search)

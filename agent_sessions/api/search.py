@@ -1,26 +1,24 @@
 """Owner-scoped message search across sessions.
 
-The storage's search ranks every session's messages together; a caller may
-only see hits in its own sessions.  Hits come best first, so asking for
-successively larger pages (×4 each time) and keeping the caller's hits yields
-exactly the caller's best ``limit`` — it stops as soon as it has them or the
-matches are exhausted, so the work follows how many foreign hits outrank them.
+The storage's search ranks every session's messages together; a caller may only see hits in its own
+sessions.  The owner filter runs inside the ranking query (``session_id IN (the caller's sessions)``), so
+a page costs one query whatever the number of other users' hits that outrank the caller's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ..storage import orm
+from django.db import connections
+
+from ..search.args import query_terms
+from ..storage import backends, orm
 from ..types import SearchResult
 from .errors import ApiError
 
 if TYPE_CHECKING:
     from agent_sessions import Session
-
-GROWTH = 4
 
 
 def _run(fn: Callable[[], list[SearchResult]]) -> list[SearchResult]:
@@ -35,18 +33,25 @@ def search_session(session: Session, query: str, limit: int) -> list[SearchResul
     return _run(lambda: session.search(query, limit=limit))
 
 
-def search_owned(
-    query: str, limit: int, *, using: str, allowed: Callable[[set[str]], set[str]] | None
-) -> list[SearchResult]:
-    """Best ``limit`` hits across sessions; ``allowed(ids)`` returns which session ids the caller may see
-    (None: every session, for staff)."""
-    if allowed is None:
+def _owned_hits(query: str, limit: int, using: str, owner: Any) -> list[SearchResult]:
+    terms = query_terms(query)
+    if not terms:
+        return []
+    with connections[using].cursor() as cursor:
+        rows = backends.for_alias(using).search_messages(cursor, None, terms, limit, snippets=True, owner=owner)
+    return [
+        SearchResult(
+            id=mid, role=who, content=content, created_at=orm.as_datetime(created_at), session_id=sid, snippet=snippet
+        )
+        for mid, who, content, created_at, sid, snippet in rows
+    ]
+
+
+def search_owned(query: str, limit: int, *, using: str, owner: Any) -> list[SearchResult]:
+    """Best ``limit`` hits across the sessions ``owner`` (a user id) owns; ``owner`` None: every session (staff).
+
+    The same hits, in the same order, as the storage's search across all sessions with the other users'
+    hits left out."""
+    if owner is None:
         return _run(lambda: orm.search(query, session_id=None, limit=limit, using=using))
-    fetch = limit
-    while True:
-        hits = _run(partial(orm.search, query, session_id=None, limit=fetch, using=using))
-        visible = allowed({h.session_id for h in hits if h.session_id is not None})
-        kept = [h for h in hits if h.session_id in visible]
-        if len(kept) >= limit or len(hits) < fetch:
-            return kept[:limit]
-        fetch *= GROWTH
+    return _run(lambda: _owned_hits(query, limit, using, owner))

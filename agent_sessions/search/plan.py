@@ -22,6 +22,7 @@ class Target:
     tsv: str = "content_tsv"  # Postgres: the generated tsvector column
     has_role: bool = False
     extra: str = ""  # a second, lower-ranked text column searched with ``text`` (messages: tool_text)
+    owned_scopes: str = ""  # SQL of the scope values one owner has (one %s: the owner), for Filters.owner
 
 
 MESSAGES = Target(
@@ -33,6 +34,7 @@ MESSAGES = Target(
     trigram="assistant_fts_trigram",
     has_role=True,
     extra="tool_text",
+    owned_scopes="SELECT id FROM assistant_sessions WHERE owner_id = %s",
 )
 ENTRIES = Target(
     table="cf_agents_search_entries",
@@ -59,6 +61,7 @@ class Filters:
     snippets: bool = False
     scan_rows: int = 50_000
     ranked: bool = False  # also select a ``rank`` column (higher is better), after the snippet
+    owner: object = None  # only scopes this owner has (target.owned_scopes), e.g. the API caller's sessions
 
 
 RANK_TYPE = "DOUBLE PRECISION"
@@ -148,8 +151,20 @@ RoleTest = Callable[[str, tuple[str, ...], list], str]
 """``(column, roles, params) -> condition``: the vendor's "role is one of these" test (binds into ``params``)."""
 
 
+def in_subquery(column: str, subquery: str) -> str:
+    """``column`` is one of the values ``subquery`` selects (the default owner test)."""
+    return f"{column} IN ({subquery})"
+
+
 def scope_source(
-    target: Target, filters: Filters, role_test: RoleTest, *, indexed: bool, from_params: list, where_params: list
+    target: Target,
+    filters: Filters,
+    role_test: RoleTest,
+    *,
+    indexed: bool,
+    from_params: list,
+    where_params: list,
+    owned_test: Callable[[str, str], str] = in_subquery,
 ) -> tuple[str, list[str]]:
     """The FROM source (aliased ``m``) and its scope conditions.
 
@@ -157,19 +172,29 @@ def scope_source(
     rows of the scope (short CJK terms), so an unindexed search stays bounded.
     """
     if indexed:
-        return f"{target.table} AS m", scope_sql(target, filters, where_params, "m.", role_test)
-    inner = scope_sql(target, filters, from_params, "", role_test)
+        return f"{target.table} AS m", scope_sql(target, filters, where_params, "m.", role_test, owned_test)
+    inner = scope_sql(target, filters, from_params, "", role_test, owned_test)
     condition = " WHERE " + " AND ".join(inner) if inner else ""
     from_params.append(filters.scan_rows)
     return f"(SELECT * FROM {target.table}{condition} ORDER BY seq DESC LIMIT %s) AS m", []
 
 
-def scope_sql(target: Target, filters: Filters, params: list, alias: str, role_test: RoleTest) -> list[str]:
+def scope_sql(
+    target: Target,
+    filters: Filters,
+    params: list,
+    alias: str,
+    role_test: RoleTest,
+    owned_test: Callable[[str, str], str] = in_subquery,
+) -> list[str]:
     """Conditions for the scope value and (where the target has one) the role filter."""
     where = []
     if filters.scope is not None:
         where.append(f"{alias}{target.scope} = %s")
         params.append(filters.scope)
+    if filters.owner is not None and target.owned_scopes:
+        where.append(owned_test(f"{alias}{target.scope}", target.owned_scopes))
+        params.append(filters.owner)
     if filters.roles is not None and target.has_role:
         where.append(role_test(f"{alias}role", filters.roles, params))
     return where

@@ -24,8 +24,11 @@ def search_rows(
     offset: object = 0,
     role: object = None,
     snippets: bool = False,
+    owner: object = None,
 ) -> list[tuple]:
-    """Rows of ``target.columns`` (plus a snippet when asked), best match first; ``[]`` if nothing can match."""
+    """Rows of ``target.columns`` (plus a snippet when asked), best match first; ``[]`` if nothing can match.
+
+    ``owner``: only rows whose scope that owner has (``Target.owned_scopes``), filtered in the same query."""
     query = args.as_query(terms)
     limit, offset = args.page(limit, offset)
     filters = Filters(
@@ -35,6 +38,7 @@ def search_rows(
         offset=offset,
         snippets=bool(snippets),
         scan_rows=args.scan_rows(),
+        owner=owner,
     )
     if not query or limit == 0 or (scope is not None and (not isinstance(scope, str) or "\x00" in scope)):
         return []
@@ -73,14 +77,16 @@ class Searcher:
         offset: int = 0,
         role: str | tuple[str, ...] | None = None,
         snippets: bool = False,
+        owner: object = None,
     ) -> list[tuple]:
         """Rows ``(id, role, text_content, created_at, session_id)`` (+ ``snippet`` when asked), best first.
 
-        ``terms``: a parsed query (``query_terms``) or a plain list of required words.
+        ``terms``: a parsed query (``query_terms``) or a plain list of required words; ``owner``: only
+        messages of sessions that user owns (``assistant_sessions.owner_id``).
         """
         return search_rows(
             cursor, self.compile_query, MESSAGES, terms,
-            scope=session_id, limit=limit, offset=offset, role=role, snippets=snippets,
+            scope=session_id, limit=limit, offset=offset, role=role, snippets=snippets, owner=owner,
         )  # fmt: skip
 
     def search_entries(

@@ -76,6 +76,12 @@ def _role_any(column: str, roles: tuple[str, ...], params: list) -> str:
     return f"{column} = ANY(%s)"
 
 
+def _owned_any(column: str, subquery: str) -> str:
+    """The owner's scopes as an array computed once (an InitPlan): ``IN (subquery)`` let the planner drive the
+    search by session, one GIN probe per owned session (4x slower for 20 sessions than one probe, filtered)."""
+    return f"{column} = ANY(ARRAY({subquery}))"
+
+
 def compile_query(query: Query, target: Target, filters: Filters, config: str) -> tuple[str, list]:
     """``(sql, params)`` selecting ``target.columns`` plus a snippet column (or NULL).
 
@@ -101,7 +107,13 @@ def compile_query(query: Query, target: Target, filters: Filters, config: str) -
     from_params: list = []
     where_params: list = []
     source, where = scope_source(
-        target, filters, _role_any, indexed=parts.indexed, from_params=from_params, where_params=where_params
+        target,
+        filters,
+        _role_any,
+        indexed=parts.indexed,
+        from_params=from_params,
+        where_params=where_params,
+        owned_test=_owned_any,
     )
     if tsq:
         # Nothing matches when every required word is a stop word (rather than
