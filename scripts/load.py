@@ -345,9 +345,17 @@ def issue_token(username: str = "load") -> str:
     return ApiKey.issue(user, "load test")[1]
 
 
+#: The database connection settings docker-compose.yml gives the app (tests/test_compose.py checks they
+#: match): load, fault and fuzz runs measure the shipped configuration, persistent connections included.
+COMPOSE_DATABASE_ENV = {"DATABASE_CONN_MAX_AGE": "60", "DATABASE_CONN_HEALTH_CHECKS": "true"}
+
+
 def production_env(database: str) -> dict:
-    """Environment of a production-like server on a Postgres database (HTTP on localhost)."""
+    """Environment of a production-like server on a Postgres database (HTTP on localhost), with the
+    compose file's connection settings unless the caller's environment sets them."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "CELERY_"))}
+    for name, value in COMPOSE_DATABASE_ENV.items():
+        env.setdefault(name, value)
     env.update(
         DJANGO_SETTINGS_MODULE="project.settings",
         DATABASE_URL=f"postgres://{os.environ.get('PGUSER', 'postgres')}@127.0.0.1:5432/{database}",

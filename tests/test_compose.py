@@ -84,6 +84,14 @@ def test_app_services_share_the_production_environment(compose):
     assert "WEB_CONCURRENCY" in compose["services"]["web"]["environment"]
 
 
+def test_load_and_fault_scripts_run_with_the_compose_connection_settings(compose):
+    from scripts import load
+
+    env = compose["services"]["web"]["environment"]
+    assert {name: env[name] for name in load.COMPOSE_DATABASE_ENV} == load.COMPOSE_DATABASE_ENV
+    assert {name: load.production_env("db")[name] for name in load.COMPOSE_DATABASE_ENV} == load.COMPOSE_DATABASE_ENV
+
+
 @pytest.mark.django_db  # the suite's session teardown needs the test database (see tests/conftest.py)
 def test_commands_exist_in_this_repository(compose):
     services = compose["services"]
