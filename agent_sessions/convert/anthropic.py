@@ -142,18 +142,9 @@ def _assistant(parts: list, request: _Request) -> None:
                 _push_step(turns, blocks, results)
                 blocks, results = [], []
         elif kind == "reasoning":
-            meta = part.get("providerMetadata")
-            meta = meta.get("anthropic") if type(meta) is dict else None
-            if type(meta) is not dict:
-                continue
-            signature = meta.get("signature")
-            if type(signature) is str:
-                text = part.get("text")
-                blocks.append(
-                    {"type": "thinking", "thinking": text if type(text) is str else "", "signature": signature}
-                )
-            elif type(meta.get("redactedData")) is str:
-                blocks.append({"type": "redacted_thinking", "data": meta["redactedData"]})
+            thinking = _thinking_block(part)
+            if thinking is not None:
+                blocks.append(thinking)
         else:
             found = P.sent_call(part)
             if found is None:
@@ -175,6 +166,21 @@ def _assistant(parts: list, request: _Request) -> None:
                 results.append(result)
     if blocks or results:
         _push_step(turns, blocks, results)
+
+
+def _thinking_block(part: dict) -> dict | None:
+    """A reasoning part's ``thinking`` block (it needs its signature) or ``redacted_thinking`` block, else None."""
+    meta = part.get("providerMetadata")
+    meta = meta.get("anthropic") if type(meta) is dict else None
+    if type(meta) is not dict:
+        return None
+    signature = meta.get("signature")
+    if type(signature) is str:
+        text = part.get("text")
+        return {"type": "thinking", "thinking": text if type(text) is str else "", "signature": signature}
+    if type(meta.get("redactedData")) is str:
+        return {"type": "redacted_thinking", "data": meta["redactedData"]}
+    return None
 
 
 def _push_step(turns: list[dict], blocks: list[dict], results: list[dict]) -> None:
@@ -214,7 +220,7 @@ def _fast_user(parts: list, request: _Request) -> None:
 
 
 def _fast_assistant(parts: list, request: _Request) -> None:
-    """:func:`_assistant` in straight-line code: the same choices (:func:`_parts.sent_call` inline), results
+    """:func:`_assistant` in straight-line code: the same choices (:func:`_parts.sent_call`), results
     through :func:`_parts.fast_result_text`; if anything raises, the checked handler converts the message.
 
     It only appends turns (undone by length), so a message that would merge into the assistant turn
@@ -240,32 +246,14 @@ def _fast_assistant(parts: list, request: _Request) -> None:
                 blocks = []
                 results = None
         elif kind == "reasoning":
-            meta = part.get("providerMetadata")
-            meta = meta.get("anthropic") if type(meta) is dict else None
-            if type(meta) is not dict:
-                continue
-            signature = meta.get("signature")
-            if type(signature) is str:
-                text = part.get("text")
-                blocks.append(
-                    {"type": "thinking", "thinking": text if type(text) is str else "", "signature": signature}
-                )
-            elif type(meta.get("redactedData")) is str:
-                blocks.append({"type": "redacted_thinking", "data": meta["redactedData"]})
+            thinking = _thinking_block(part)
+            if thinking is not None:
+                blocks.append(thinking)
         else:
-            state = part.get("state")  # what _parts.sent_call takes, inline
-            if type(state) is not str or state not in _SENT:
+            found = P.sent_call(part)
+            if found is None:
                 continue
-            call_id = part.get("toolCallId")
-            if type(call_id) is not str or type(kind) is not str or part.get("providerExecuted"):
-                continue
-            if kind[:5] == "tool-" and len(kind) > 5:
-                name = kind[5:]
-            elif kind == "dynamic-tool":
-                tool_name = part.get("toolName")
-                name = tool_name if type(tool_name) is str else ""
-            else:
-                continue
+            call_id, name, state = found
             tool_input = part.get("input")
             blocks.append(
                 {
@@ -306,8 +294,6 @@ def _fast_push_step(turns: list[dict], blocks: list[dict], results: list[dict] |
     if results is not None:
         turns.append({"role": "user", "content": results})
 
-
-_SENT = P.SENT_TOOL_STATES
 
 #: Role → the fast handler, falling back to :data:`_HANDLERS` per message (all checked without orjson).
 _FAST = {"assistant": _fast_assistant, "user": _fast_user, "system": _system} if P.HAS_ORJSON else _HANDLERS

@@ -126,18 +126,15 @@ _HANDLERS = W.openai_roles(_assistant, "text", _file_block)
 
 def _fast_user(parts: list, out: list[dict]) -> None:
     """A user message of one text part as ``{"role", "content": text}``; any other through the checked handler."""
-    if len(parts) == 1:
-        part = parts[0]
-        if type(part) is dict and part.get("type") == "text":
-            text = part.get("text")
-            if type(text) is str:
-                out.append({"role": "user", "content": text})
-                return
+    text = P.only_text(parts)
+    if text is not None:
+        out.append({"role": "user", "content": text})
+        return
     _HANDLERS["user"](parts, out)
 
 
 def _fast_assistant(parts: list, out: list[dict]) -> None:
-    """:func:`_assistant` in straight-line code: the same choices (:func:`_parts.sent_call` inline), JSON
+    """:func:`_assistant` in straight-line code: the same choices (:func:`_parts.sent_call`), JSON
     through :func:`_parts.fast_input_json`; if anything raises, the checked handler converts the message."""
     text: Any = None  # the step's text: None, one string, or a list of strings
     calls: list[dict] | None = None
@@ -161,19 +158,10 @@ def _fast_assistant(parts: list, out: list[dict]) -> None:
                 _fast_flush(out, text, calls, results)
                 text = calls = results = None
         elif kind != "reasoning":
-            state = part.get("state")  # what _parts.sent_call takes, inline
-            if type(state) is not str or state not in _SENT:
+            found = P.sent_call(part)
+            if found is None:
                 continue
-            call_id = part.get("toolCallId")
-            if type(call_id) is not str or type(kind) is not str or part.get("providerExecuted"):
-                continue
-            if kind[:5] == "tool-" and len(kind) > 5:
-                name = kind[5:]
-            elif kind == "dynamic-tool":
-                tool_name = part.get("toolName")
-                name = tool_name if type(tool_name) is str else ""
-            else:
-                continue
+            call_id, name, state = found
             call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": P.fast_input_json(part)}}
             if calls is None:
                 calls = [call]
@@ -203,8 +191,6 @@ def _fast_flush(out: list[dict], text: Any, calls: list[dict] | None, results: l
     if results is not None:
         out.extend(results)
 
-
-_SENT = P.SENT_TOOL_STATES
 
 #: Role → the fast handler, falling back to :data:`_HANDLERS` per message (all checked without orjson).
 _FAST = {"assistant": _fast_assistant, "user": _fast_user, "system": _HANDLERS["system"]} if P.HAS_ORJSON else _HANDLERS

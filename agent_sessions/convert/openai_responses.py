@@ -81,19 +81,7 @@ def _assistant(parts: list, items: list[dict]) -> None:
             items.extend(results)
             results = []
         elif kind == "reasoning":
-            meta = P.reasoning_meta(part, "openai")
-            item_id = meta.get("itemId")
-            if type(item_id) is not str or not item_id:
-                continue
-            if reasoning is None or reasoning["id"] != item_id or items[-1] is not reasoning:
-                reasoning = {"type": "reasoning", "id": item_id, "summary": []}
-                items.append(reasoning)
-            text = part.get("text")
-            if type(text) is str and text:
-                reasoning["summary"].append({"type": "summary_text", "text": text})
-            encrypted = meta.get("reasoningEncryptedContent")
-            if type(encrypted) is str and "encrypted_content" not in reasoning:
-                reasoning["encrypted_content"] = encrypted
+            reasoning = _add_reasoning(items, reasoning, part)
         else:
             found = P.sent_call(part)
             if found is None:
@@ -109,20 +97,36 @@ def _assistant(parts: list, items: list[dict]) -> None:
 _HANDLERS = W.openai_roles(_assistant, "input_text", _file_block)
 
 
+def _add_reasoning(items: list[dict], reasoning: dict | None, part: dict) -> dict | None:
+    """Add a reasoning part to the open ``reasoning`` item (``items[-1]`` with the same OpenAI item id) or
+    to a new one; returns the open item. Parts without an item id are dropped."""
+    meta = P.reasoning_meta(part, "openai")
+    item_id = meta.get("itemId")
+    if type(item_id) is not str or not item_id:
+        return reasoning
+    if reasoning is None or reasoning["id"] != item_id or items[-1] is not reasoning:
+        reasoning = {"type": "reasoning", "id": item_id, "summary": []}
+        items.append(reasoning)
+    text = part.get("text")
+    if type(text) is str and text:
+        reasoning["summary"].append({"type": "summary_text", "text": text})
+    encrypted = meta.get("reasoningEncryptedContent")
+    if type(encrypted) is str and "encrypted_content" not in reasoning:
+        reasoning["encrypted_content"] = encrypted
+    return reasoning
+
+
 def _fast_user(parts: list, items: list[dict]) -> None:
     """A user message of one text part as ``{"role", "content": text}``; any other through the checked handler."""
-    if len(parts) == 1:
-        part = parts[0]
-        if type(part) is dict and part.get("type") == "text":
-            text = part.get("text")
-            if type(text) is str:
-                items.append({"role": "user", "content": text})
-                return
+    text = P.only_text(parts)
+    if text is not None:
+        items.append({"role": "user", "content": text})
+        return
     _HANDLERS["user"](parts, items)
 
 
 def _fast_assistant(parts: list, items: list[dict]) -> None:
-    """:func:`_assistant` in straight-line code: the same choices (:func:`_parts.sent_call` inline), JSON
+    """:func:`_assistant` in straight-line code: the same choices (:func:`_parts.sent_call`), JSON
     through :func:`_parts.fast_input_json`; if anything raises, the checked handler converts the message."""
     results: list[dict] | None = None
     reasoning: dict | None = None  # the reasoning item being filled (consecutive parts, one item id)
@@ -139,42 +143,12 @@ def _fast_assistant(parts: list, items: list[dict]) -> None:
                 items.extend(results)
                 results = None
         elif kind == "reasoning":
-            meta = part.get("providerMetadata")
-            if meta is None:
-                continue  # no OpenAI item id: dropped
-            if type(meta) is not dict:
-                raise TypeError(meta)
-            meta = meta.get("openai")
-            if meta is None:
-                continue
-            if type(meta) is not dict:
-                raise TypeError(meta)
-            item_id = meta.get("itemId")
-            if type(item_id) is not str or not item_id:
-                continue
-            if reasoning is None or reasoning["id"] != item_id or items[-1] is not reasoning:
-                reasoning = {"type": "reasoning", "id": item_id, "summary": []}
-                items.append(reasoning)
-            text = part.get("text")
-            if type(text) is str and text:
-                reasoning["summary"].append({"type": "summary_text", "text": text})
-            encrypted = meta.get("reasoningEncryptedContent")
-            if type(encrypted) is str and "encrypted_content" not in reasoning:
-                reasoning["encrypted_content"] = encrypted
+            reasoning = _add_reasoning(items, reasoning, part)
         else:
-            state = part.get("state")  # what _parts.sent_call takes, inline
-            if type(state) is not str or state not in _SENT:
+            found = P.sent_call(part)
+            if found is None:
                 continue
-            call_id = part.get("toolCallId")
-            if type(call_id) is not str or type(kind) is not str or part.get("providerExecuted"):
-                continue
-            if kind[:5] == "tool-" and len(kind) > 5:
-                name = kind[5:]
-            elif kind == "dynamic-tool":
-                tool_name = part.get("toolName")
-                name = tool_name if type(tool_name) is str else ""
-            else:
-                continue
+            call_id, name, state = found
             items.append(
                 {"type": "function_call", "call_id": call_id, "name": name, "arguments": P.fast_input_json(part)}
             )
@@ -187,8 +161,6 @@ def _fast_assistant(parts: list, items: list[dict]) -> None:
     if results is not None:
         items.extend(results)
 
-
-_SENT = P.SENT_TOOL_STATES
 
 #: Role → the fast handler, falling back to :data:`_HANDLERS` per message (all checked without orjson).
 _FAST = {"assistant": _fast_assistant, "user": _fast_user, "system": _HANDLERS["system"]} if P.HAS_ORJSON else _HANDLERS
