@@ -172,20 +172,26 @@ def dumps(value: Any) -> str:
     if type(value) is str:
         return encode_basestring(value)
     if _FAST_ENCODE is not None:
-        try:
-            raw = _FAST_ENCODE(value, None, _FAST_OPTIONS)
-        except TypeError:  # orjson.JSONEncodeError: a type, key or depth it declines
-            pass
-        else:
-            text = raw.decode()
-            if "null" not in text and "e-" not in text and "0.0000" not in text:
-                return text
+        text = _orjson_text(value)
+        if text is not None:
+            return text
     if _C_ENCODE is None:  # pragma: no cover
         return _ENCODER.encode(value)
     try:
         return "".join(_C_ENCODE(value, 0))
     except RecursionError:
         raise ValueError("value nests too deeply for JSON") from None
+
+
+def _orjson_text(value: Any) -> str | None:
+    """orjson's JSON for ``value`` when it is the text ``json.dumps`` would write, else None: orjson declines
+    the type, key or depth (``TypeError``), or the text holds a null or a small float, which the two may spell
+    differently. Only called when orjson is installed."""
+    try:
+        text = _FAST_ENCODE(value, None, _FAST_OPTIONS).decode()
+    except TypeError:  # orjson.JSONEncodeError
+        return None
+    return text if "null" not in text and "e-" not in text and "0.0000" not in text else None
 
 
 def fast_input_json(part: dict) -> str:
@@ -195,13 +201,9 @@ def fast_input_json(part: dict) -> str:
     if value is None:
         return "{}"
     if type(value) is not str:
-        try:
-            text = _FAST_ENCODE(value, None, _FAST_OPTIONS).decode()
-        except TypeError:  # orjson.JSONEncodeError
-            pass
-        else:
-            if "null" not in text and "e-" not in text and "0.0000" not in text:
-                return text
+        text = _orjson_text(value)
+        if text is not None:
+            return text
     return input_json(part)
 
 
@@ -214,13 +216,8 @@ def fast_result_text(part: dict, state: str) -> str:
     output = part.get("output")
     if type(output) is str:
         return output
-    try:
-        text = _FAST_ENCODE(output, None, _FAST_OPTIONS).decode()
-    except TypeError:
-        return result_text(part)
-    if "null" not in text and "e-" not in text and "0.0000" not in text:
-        return text
-    return result_text(part)
+    text = _orjson_text(output)
+    return text if text is not None else result_text(part)
 
 
 def input_json(part: dict) -> str:
