@@ -10,10 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from django.db import connections
-
-from ..search.args import query_terms
-from ..storage import backends, orm
+from ..storage import orm
 from ..types import SearchResult
 from .errors import ApiError
 
@@ -33,25 +30,9 @@ def search_session(session: Session, query: str, limit: int) -> list[SearchResul
     return _run(lambda: session.search(query, limit=limit))
 
 
-def _owned_hits(query: str, limit: int, using: str, owner: Any) -> list[SearchResult]:
-    terms = query_terms(query)
-    if not terms:
-        return []
-    with connections[using].cursor() as cursor:
-        rows = backends.for_alias(using).search_messages(cursor, None, terms, limit, snippets=True, owner=owner)
-    return [
-        SearchResult(
-            id=mid, role=who, content=content, created_at=orm.as_datetime(created_at), session_id=sid, snippet=snippet
-        )
-        for mid, who, content, created_at, sid, snippet in rows
-    ]
-
-
 def search_owned(query: str, limit: int, *, using: str, owner: Any) -> list[SearchResult]:
     """Best ``limit`` hits across the sessions ``owner`` (a user id) owns; ``owner`` None: every session (staff).
 
     The same hits, in the same order, as the storage's search across all sessions with the other users'
     hits left out."""
-    if owner is None:
-        return _run(lambda: orm.search(query, session_id=None, limit=limit, using=using))
-    return _run(lambda: _owned_hits(query, limit, using, owner))
+    return _run(lambda: orm.search(query, session_id=None, limit=limit, using=using, owner=owner))

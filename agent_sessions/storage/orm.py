@@ -626,12 +626,14 @@ def search(
     using: str | None = None,
     offset: int = 0,
     role: str | Iterable[str] | None = None,
+    owner: object = None,
 ) -> list[SearchResult]:
     """Messages matching ``query`` (one session, or all when ``session_id`` is None), best first.
 
     The query language is :mod:`agent_sessions.search.query` (words, "phrases",
     OR, -excluded; CJK by substring). ``offset`` pages; ``role`` (a string or
-    several) filters. Each hit carries a highlighted ``snippet``.
+    several) filters; ``owner`` (a user id) keeps the sessions that user owns,
+    inside the ranking query. Each hit carries a highlighted ``snippet``.
     """
     terms = query_terms(query)
     if not terms:
@@ -639,7 +641,9 @@ def search(
     alias = using or router.db_for_read(Message)
     backend = backends.for_alias(alias)
     with connections[alias].cursor() as cursor:
-        rows = backend.search_messages(cursor, session_id, terms, limit, offset=offset, role=role, snippets=True)
+        rows = backend.search_messages(
+            cursor, session_id, terms, limit, offset=offset, role=role, snippets=True, owner=owner
+        )
     return [
         SearchResult(
             id=mid, role=who, content=content, created_at=as_datetime(created_at), session_id=sid, snippet=snippet
