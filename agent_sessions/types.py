@@ -99,14 +99,7 @@ def dump_message(message: dict) -> str:
 
 def validate_message(message: Any) -> str:
     """Check a UIMessage dict and return its stored JSON; raise InvalidMessage otherwise."""
-    if not isinstance(message, dict):
-        raise InvalidMessage(f"message must be a dict, not {type(message).__name__}")
-    msg_id = message.get("id")
-    if not isinstance(msg_id, str) or not msg_id.strip():
-        raise InvalidMessage("message 'id' must be a non-empty string")
-    if "\x00" in msg_id:
-        raise InvalidMessage("message 'id' must not contain NUL")
-    check_id_length(msg_id, "message 'id'")
+    message_id(message)
     if not isinstance(message.get("role"), str) or not message["role"]:
         raise InvalidMessage("message 'role' must be a non-empty string")
     if "\x00" in message["role"]:
@@ -116,13 +109,16 @@ def validate_message(message: Any) -> str:
         raise InvalidMessage("message 'parts' must be a list")
     if len(parts) > conf.max_parts():
         raise MessageTooLarge(f"message has {len(parts)} parts; the limit is {conf.max_parts()}")
-    depth = json_depth(message, conf.max_json_depth())
-    if depth > conf.max_json_depth():
-        raise InvalidMessage(f"message nests deeper than {conf.max_json_depth()} levels")
+    limit = conf.max_json_depth()
     try:
         stored = dump_message(message)
     except (TypeError, ValueError, RecursionError) as exc:
+        _check_depth(message, limit)  # a cycle or a hostile depth says so
         raise InvalidMessage(f"message is not JSON-serialisable: {exc}") from None
+    # Every level of nesting opens with a bracket, so the JSON's bracket count bounds the
+    # depth from above (brackets in strings only raise the bound): walk only when it may exceed.
+    if stored.count("{") + stored.count("[") > limit:
+        _check_depth(message, limit)
     try:
         encoded = stored.encode("utf-8")
     except UnicodeEncodeError:
@@ -130,6 +126,24 @@ def validate_message(message: Any) -> str:
     if len(encoded) > conf.max_message_bytes():
         raise MessageTooLarge(f"message is {len(encoded)} bytes; the limit is {conf.max_message_bytes()}")
     return stored
+
+
+def message_id(message: Any) -> str:
+    """The id of a message-shaped ``message``, checked as :func:`validate_message` checks it."""
+    if not isinstance(message, dict):
+        raise InvalidMessage(f"message must be a dict, not {type(message).__name__}")
+    msg_id = message.get("id")
+    if not isinstance(msg_id, str) or not msg_id.strip():
+        raise InvalidMessage("message 'id' must be a non-empty string")
+    if "\x00" in msg_id:
+        raise InvalidMessage("message 'id' must not contain NUL")
+    check_id_length(msg_id, "message 'id'")
+    return msg_id
+
+
+def _check_depth(message: dict, limit: int) -> None:
+    if json_depth(message, limit) > limit:
+        raise InvalidMessage(f"message nests deeper than {limit} levels")
 
 
 def json_depth(value: Any, limit: int) -> int:

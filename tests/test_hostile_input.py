@@ -186,6 +186,19 @@ def test_limits_are_settings_with_sane_defaults(settings):
         validate_message({"id": "d", "role": "user", "parts": [nested(4, "dict")]})
 
 
+def test_brackets_inside_strings_do_not_count_as_nesting():
+    # The bracket count of the JSON only bounds the depth; a shallow message full of
+    # brackets is walked and accepted, a deep one refused with the depth message.
+    brackets = {"id": "b", "role": "user", "parts": [{"type": "text", "text": "[{" * 500}]}
+    assert validate_message(brackets).count("[") > 500
+    with pytest.raises(InvalidMessage, match="nests deeper than 64"):
+        validate_message({"id": "d", "role": "user", "parts": [{"type": "text", "text": "x", "v": nested(65, "dict")}]})
+    looped: dict = {"type": "text", "text": "x"}
+    looped["self"] = looped
+    with pytest.raises(InvalidMessage):
+        validate_message({"id": "c", "role": "user", "parts": [looped]})
+
+
 def test_absurd_nesting_is_rejected_without_recursion(session):
     deep = {"id": "deep", "role": "user", "parts": [nested(200_000, "list")]}
     with pytest.raises(InvalidMessage):

@@ -303,6 +303,21 @@ def test_append_all_with_a_bad_message_writes_nothing(manager, sid):
     assert manager.get_message_count(sid) == 0
 
 
+def test_append_all_with_a_bad_message_late_in_a_long_batch_writes_nothing(manager, sid):
+    # Rows stream into the table as they are validated (COPY on Postgres, 500-row
+    # INSERTs on SQLite): a bad one past the first statements rolls all of them back.
+    manager.append(sid, msg("root"))
+    batch = [msg(f"m{i}") for i in range(1500)]
+    batch[1200] = {"id": "bad", "role": "user", "parts": "not a list"}
+    with pytest.raises(InvalidMessage, match="'parts' must be a list"):
+        manager.append_all(sid, batch)
+    assert manager.get_message_count(sid) == 1
+    with pytest.raises(InvalidMessage, match="'id' must be a non-empty string"):
+        manager.append_all(sid, [msg("x"), {"role": "user", "parts": []}])  # refused before any SQL
+    assert manager.append_all(sid, [msg("after")]) == "after"  # the connection is fine
+    assert ids(manager.get_history(sid)) == ["root", "after"]
+
+
 def test_append_all_costs_a_few_queries_per_batch_not_per_message(manager, sid):
     manager.append(sid, msg("root"))
     batch = [msg(f"m{i}") for i in range(400)]

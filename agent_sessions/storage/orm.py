@@ -32,6 +32,7 @@ from ..types import (
     SearchResult,
     StoredCompaction,
     check_id_length,
+    message_id,
     text_content,
     tool_text,
     validate_message,
@@ -478,48 +479,46 @@ class DjangoSessionProvider:
         """Append a chain (each message the child of the one before) in one transaction.
 
         The first message attaches like :meth:`append_message` (and so takes the
-        session's write lock); the rest get depth and token totals computed here
-        and go in as multi-row INSERTs.  Ids already stored are skipped but still
-        chain.  Returns the last message's outcome (``inserted``: anything was).
+        session's write lock); the rest get depth and token totals computed here and
+        are validated and turned into rows while they stream into the table (Postgres'
+        ``COPY`` then indexes a row while the next is built).  An invalid message rolls
+        the whole transaction back.  Ids already stored are skipped but still chain.
+        Returns the last message's outcome (``inserted``: anything was).
         """
         if not messages:
             return AppendOutcome(inserted=False)
-        stored = [validate_message(m) for m in messages]  # all or nothing
+        ids = [message_id(m) for m in messages]  # before the lock: all or nothing
+        inserted = False
         with permanent_errors_as_invalid(), transaction.atomic(using=self.using):
             with self.connection.cursor() as cursor:
                 self.backend.reserve_write(cursor)
             first = self.append_message_stats(messages[0], parent_id)
-            totals = self._stored_totals([m["id"] for m in messages])  # the first one included
-            now = timezone.now()
-            rows: list[dict] = []
-            previous = messages[0]["id"]
-            for message, content in zip(messages[1:], stored[1:], strict=True):
-                mid = message["id"]
-                if mid not in totals:
-                    _, depth, path_tokens = totals[previous]
-                    tokens = estimate_one_message_tokens(message)
-                    depth = None if depth is None else depth + 1
-                    path_tokens = None if path_tokens is None else path_tokens + tokens
-                    totals[mid] = (previous, depth, path_tokens)
-                    rows.append(
-                        {
-                            "id": mid,
-                            "parent_id": previous,
-                            "role": message["role"],
-                            "content": content,
-                            "text_content": text_content(message),
-                            "tool_text": tool_text(message),
-                            "created_at": now,
-                            "tokens": tokens,
-                            "depth": depth,
-                            "path_tokens": path_tokens,
-                        }
-                    )
-                previous = mid
-            self.insert_rows(rows)
-        last_parent, depth, path_tokens = totals[previous]
+            totals = self._stored_totals(ids)  # the first one included
+            now = self.connection.ops.adapt_datetimefield_value(timezone.now())
+
+            def rows() -> Iterator[list]:
+                nonlocal inserted
+                previous = ids[0]
+                for message in messages[1:]:
+                    mid = message["id"]
+                    if mid not in totals:
+                        content = validate_message(message)
+                        _, depth, path_tokens = totals[previous]
+                        tokens = estimate_one_message_tokens(message)
+                        depth = None if depth is None else depth + 1
+                        path_tokens = None if path_tokens is None else path_tokens + tokens
+                        totals[mid] = (previous, depth, path_tokens)
+                        inserted = True
+                        yield [
+                            self.session_id, mid, previous, message["role"], content, text_content(message),
+                            tool_text(message), now, tokens, depth, path_tokens, None,
+                        ]  # fmt: skip
+                    previous = mid
+
+            self._insert_param_rows(rows())
+        last_parent, depth, path_tokens = totals[ids[-1]]
         return AppendOutcome(
-            inserted=first.inserted or bool(rows), parent_id=last_parent, depth=depth, path_tokens=path_tokens
+            inserted=first.inserted or inserted, parent_id=last_parent, depth=depth, path_tokens=path_tokens
         )
 
     def _stored_totals(self, message_ids: list[str]) -> dict[str, tuple[str | None, int | None, int | None]]:
@@ -598,22 +597,30 @@ class DjangoSessionProvider:
     )
     """Columns :meth:`insert_rows` fills (``session_id`` is this provider's)."""
 
-    def insert_rows(self, rows: list[dict]) -> None:
-        """Insert prepared rows (keys from ``bulk_columns``; missing → NULL) with multi-row INSERTs.
+    def insert_rows(self, rows: Iterable[dict]) -> None:
+        """Insert prepared rows (keys from ``bulk_columns``; missing → NULL) in bulk.
 
         No validation, no conflict handling: callers computed parents and totals.
         """
-        if not rows:
-            return
+        adapt = self.connection.ops.adapt_datetimefield_value
+        now = timezone.now()
+        columns = self.bulk_columns[:6]
+        tail = self.bulk_columns[7:]
+        self._insert_param_rows(
+            [
+                self.session_id,
+                *(row.get(c, _BULK_DEFAULTS.get(c)) for c in columns),
+                adapt(row.get("created_at") or now),
+                *(row.get(c) for c in tail),
+            ]
+            for row in rows
+        )
+
+    def _insert_param_rows(self, param_rows: Iterable[list]) -> None:
+        """Insert rows given as values in ``("session_id", *bulk_columns)`` order; consumed as they come."""
         columns = ("session_id", *self.bulk_columns)
         max_params = self.connection.features.max_query_params or 65_535
         per_statement = max(1, min(self.bulk_batch_size, max_params // len(columns)))
-        adapt = self.connection.ops.adapt_datetimefield_value
-        now = timezone.now()
-        param_rows = []
-        for row in rows:
-            row = {**row, "created_at": adapt(row.get("created_at") or now)}
-            param_rows.append([self.session_id, *(row.get(c, _BULK_DEFAULTS.get(c)) for c in self.bulk_columns)])
         with self.connection.cursor() as cursor:
             self.backend.insert_many(cursor, "assistant_messages", columns, param_rows, per_statement)
 

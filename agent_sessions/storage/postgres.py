@@ -7,6 +7,7 @@ database laid out by the seed and one migrated here are the same shape.
 from __future__ import annotations
 
 import select
+from collections.abc import Iterable
 
 from .. import conf
 from ..search import tsquery
@@ -144,9 +145,10 @@ TRIGRAM_UNINSTALL = [
 ]
 
 
-def insert_many(cursor, table: str, columns: tuple[str, ...], param_rows: list[list], per_statement: int) -> None:
+def insert_many(cursor, table: str, columns: tuple[str, ...], param_rows: Iterable[list], per_statement: int) -> None:
     """Bulk insert with one ``COPY … FROM STDIN``: one statement, so statement-level triggers fire
-    once, and no per-row parse or bind (executemany updated the session's counter row per row)."""
+    once, and no per-row parse or bind (executemany updated the session's counter row per row).
+    Rows are sent as ``param_rows`` yields them, so the server indexes while the caller builds."""
     statement = f"COPY {table} ({', '.join(columns)}) FROM STDIN"
     with cursor.db.wrap_database_errors, cursor.cursor.copy(statement) as copy:
         for row in param_rows:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Iterable
+from itertools import islice
 
 from .. import triggers
 from ..search import fts5, plan
@@ -150,12 +152,12 @@ TRIGRAM_UNINSTALL = [
 ]
 
 
-def insert_many(cursor, table: str, columns: tuple[str, ...], param_rows: list[list], per_statement: int) -> None:
+def insert_many(cursor, table: str, columns: tuple[str, ...], param_rows: Iterable[list], per_statement: int) -> None:
     """Bulk insert as multi-row ``INSERT … VALUES (…), (…)`` statements (faster than executemany here)."""
     head = f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
     row_sql = "(" + ", ".join(["%s"] * len(columns)) + ")"
-    for start in range(0, len(param_rows), per_statement):
-        chunk = param_rows[start : start + per_statement]
+    rows = iter(param_rows)
+    while chunk := list(islice(rows, per_statement)):
         cursor.execute(head + ", ".join([row_sql] * len(chunk)), [v for row in chunk for v in row])
 
 
