@@ -31,6 +31,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "storage.postgres",
             "storage.search_schema",
             "storage.walks",
+            "storage.range_reads",
             "storage.bare_reads",
             "storage.appends",
         ],

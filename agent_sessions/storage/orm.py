@@ -37,7 +37,7 @@ from ..types import (
     tool_text,
     validate_message,
 )
-from . import backends, visible_tokens, walks
+from . import backends, range_reads, visible_tokens, walks
 from .walks import LATEST_LEAF, LATEST_LEAF_CONTENT, PATH_ROW, latest_leaf_params, path_cte, path_key_prefix, recent_cte
 
 OMITTED = object()
@@ -197,8 +197,18 @@ class DjangoSessionProvider:
         """The root-ward walk CTE from ``leaf_id`` (None: the latest leaf) and its parameters."""
         return walks.walk(self.connection.vendor, self.session_id, leaf_id)
 
+    def _range_path(self, leaf_id: str | None, columns: str, params: list) -> list | None:
+        """``(id, parent_id, *columns)`` of the path, root first, from one range scan of the session
+        (:mod:`~agent_sessions.storage.range_reads`); None: the session branches, so walk instead."""
+        return range_reads.read_path(
+            self._fetchall, self.connection.vendor, self.session_id, leaf_id, columns, params, conf.max_path_depth()
+        )
+
     def get_raw_path(self, leaf_id: str | None = None) -> list[dict]:
         """Root→leaf messages as stored, without overlays (one query, the leaf lookup included)."""
+        ranged = self._range_path(leaf_id, "m.content", [])
+        if ranged is not None:
+            return [json.loads(r[2]) for r in ranged]
         cte, params = self._walk(leaf_id)
         rows = self._fetchall(
             cte + "SELECT m.content FROM path JOIN assistant_messages m ON " + PATH_ROW + " ORDER BY path.n DESC",
@@ -209,19 +219,22 @@ class DjangoSessionProvider:
     def get_history(self, leaf_id: str | None = None) -> list[dict]:
         """Root→leaf path of ``leaf_id`` (or the latest leaf) with overlays applied; ``[]`` if unknown.
 
-        The walk also tells whether the session has any overlay, so a session without
-        one is read in a single query.
+        A session that does not branch is read as one range of its rows, one that does by
+        the walk; either query also tells whether the session has any overlay, so a
+        session without one is read in a single query (two when it branches).
         """
-        cte, params = self._walk(leaf_id)
-        rows = self._fetchall(
-            cte + f"SELECT m.content, CASE WHEN path.n = 0 THEN {_HAS_OVERLAYS} END FROM path "
-            "JOIN assistant_messages m ON " + PATH_ROW + " ORDER BY path.n DESC",
-            [*params, self.session_id],
-        )
+        rows = self._range_path(leaf_id, f"m.content, {_HAS_OVERLAYS}", [self.session_id])
+        if rows is None:
+            cte, params = self._walk(leaf_id)
+            rows = self._fetchall(
+                cte + f"SELECT NULL, NULL, m.content, CASE WHEN path.n = 0 THEN {_HAS_OVERLAYS} END FROM path "
+                "JOIN assistant_messages m ON " + PATH_ROW + " ORDER BY path.n DESC",
+                [*params, self.session_id],
+            )
         if not rows:
             return []
-        path = [json.loads(r[0]) for r in rows]
-        return apply_overlays(path, self.get_compactions()) if rows[-1][1] is not None else path
+        path = [json.loads(r[2]) for r in rows]
+        return apply_overlays(path, self.get_compactions()) if rows[-1][3] is not None else path
 
     def get_path_length(self, leaf_id: str | None = None) -> int:
         """Number of stored messages from the root to the leaf (no overlays)."""

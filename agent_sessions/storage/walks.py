@@ -40,6 +40,8 @@ LEAF_COLUMNS = "seq, id, session_id, depth, path_tokens"
 LATEST_LEAF = _LATEST_LEAF_TEMPLATE.format(cols="leaf.id, leaf.depth, leaf.path_tokens", inner=LEAF_COLUMNS)
 """Latest leaf ``(id, depth, path_tokens)``; parameters: :func:`latest_leaf_params`."""
 LATEST_LEAF_CONTENT = _LATEST_LEAF_TEMPLATE.format(cols="leaf.content", inner=LEAF_COLUMNS + ", content")
+LATEST_LEAF_SEQ = _LATEST_LEAF_TEMPLATE.format(cols="leaf.seq, leaf.depth, leaf.id", inner=LEAF_COLUMNS)
+"""Latest leaf ``(seq, depth, id)``; parameters: :func:`latest_leaf_params`."""
 
 
 def latest_leaf_params(session_id: str) -> list[str]:

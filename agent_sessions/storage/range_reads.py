@@ -1,0 +1,102 @@
+"""Paths read as one ordered range of the session's rows instead of a recursive walk.
+
+Most sessions never branch, and in those a leaf's path is every row up to it in ``seq``
+order.  One index range scan of ``(session_id, seq)`` (what a flat message list costs)
+then replaces the walk's two index probes per message.  It is tried when the rows up to
+the leaf are at most a few more than the leaf's depth (a count that stops there, so a
+short path in a long session costs little to rule out).  The rows carry ``id`` and
+``parent_id`` and the path is followed here in Python, so the result is the walk's
+whatever the stored depths say; the depths only decide whether to try.  Whatever a range
+cannot settle (a parent stored after its child, a dangling parent, a cycle, a path past
+the depth limit) gives None, and the caller walks in SQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .walks import LATEST_LEAF_SEQ, latest_leaf_params
+
+SLACK = 8
+"""Read the rows up to the leaf when at most one in ``SLACK`` of them (plus ``SLACK``) is off its path."""
+
+Rows = Sequence[Sequence[Any]]
+
+_LEAF = {
+    True: LATEST_LEAF_SEQ,
+    False: "SELECT seq, depth, id FROM assistant_messages WHERE session_id = %s AND id = %s",
+}
+_BOUND = "{t}depth + {t}depth / " + str(SLACK) + " + " + str(SLACK)
+_RANGE = "SELECT m.id, m.parent_id, {columns} FROM assistant_messages m WHERE m.session_id = %s AND m.seq <= {seq} "
+
+# Postgres: one statement.  The leaf is a scalar subquery, so it is found and the gate
+# tried before the scan whatever the planner thinks of the session's size; NULL (no leaf,
+# or too many rows) bounds the range to nothing.  The count's LIMIT stops it at the bound.
+_POSTGRES = (
+    _RANGE.format(
+        columns="{columns}",
+        seq=(
+            "(SELECT leaf.seq FROM ({leaf}) leaf WHERE (SELECT count(*) FROM (SELECT 1 FROM assistant_messages c "
+            f"WHERE c.session_id = %s AND c.seq <= leaf.seq LIMIT {_BOUND.format(t='leaf.')} + 1) z) "
+            f"<= {_BOUND.format(t='leaf.')})"
+        ),
+    )
+    + "ORDER BY m.seq"
+)
+# SQLite cannot bound a count by a correlated LIMIT: the leaf comes first (in-process, no
+# round trip), then the range under a gate of literals.
+_SQLITE = (
+    _RANGE.format(columns="{columns}", seq="%s")
+    + "AND (SELECT count(*) FROM (SELECT 1 FROM assistant_messages c WHERE c.session_id = %s AND c.seq <= %s "
+    "LIMIT %s)) <= %s ORDER BY m.seq"
+)
+
+Fetch = Callable[[str, list], list[tuple]]
+
+
+def read_path(
+    fetch: Fetch, vendor: str, session_id: str, leaf_id: str | None, columns: str, params: list, max_depth: int
+) -> list[Sequence[Any]] | None:
+    """``(id, parent_id, *columns)`` of the root→leaf path (``leaf_id`` None: the latest leaf), root
+    first; None when the session branches too much before the leaf, or only the walk can tell.
+    ``params`` are those of ``columns``."""
+    leaf_params = latest_leaf_params(session_id) if leaf_id is None else [session_id, leaf_id]
+    if vendor == "postgresql":
+        sql = _POSTGRES.format(columns=columns, leaf=_LEAF[leaf_id is None])
+        rows = fetch(sql, [*params, session_id, *leaf_params, session_id])
+        expected = leaf_id
+    else:
+        leaf = fetch(_LEAF[leaf_id is None], leaf_params)
+        if not leaf or leaf[0][1] is None:
+            return None
+        seq, depth, expected = leaf[0]
+        bound = depth + depth // SLACK + SLACK
+        rows = fetch(_SQLITE.format(columns=columns), [*params, session_id, seq, session_id, seq, bound + 1, bound])
+    path = follow(rows, expected, max_depth)
+    return None if path is None else list(path)
+
+
+def follow(rows: Rows, leaf_id: str | None, max_depth: int) -> Rows | None:
+    """The root→leaf rows among ``rows`` (``(id, parent_id, ...)`` in ``seq`` order, the leaf last),
+    as the SQL walk would return them; None when only the walk can tell."""
+    if not rows:
+        return None
+    leaf = rows[-1]
+    if leaf_id is not None and leaf[0] != leaf_id:
+        return None
+    if rows[0][1] is None and all(rows[i][1] == rows[i - 1][0] for i in range(1, len(rows))):
+        path: Rows = rows  # one chain: every row is on the path
+    else:
+        by_id = {row[0]: row for row in rows}
+        chain = [leaf]
+        node = leaf
+        while node[1] is not None:
+            parent = by_id.get(node[1])
+            if parent is None or len(chain) >= len(rows):  # stored later or missing; or a cycle
+                return None
+            chain.append(parent)
+            node = parent
+        chain.reverse()
+        path = chain
+    return path if len(path) <= max_depth + 1 else None

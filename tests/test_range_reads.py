@@ -1,0 +1,142 @@
+"""Paths read as one range of the session's rows (storage/range_reads.py) equal the SQL walk's.
+
+A session that does not branch is read with one ordered range scan instead of the
+recursive walk; these tests pin when that happens (the queries sent) and that the
+result is the walk's on random trees and on rows a foreign writer left inconsistent.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from django.db import connection
+from django.test import override_settings
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agent_sessions import Session
+from agent_sessions.storage import range_reads
+from tests.conftest import msg
+
+pytestmark = pytest.mark.django_db
+
+
+def _walked(session, method: str, *args):
+    """What ``method`` returns when the range read is never tried (the SQL walk alone)."""
+    original = range_reads.read_path
+    range_reads.read_path = lambda *a, **k: None
+    try:
+        return getattr(session, method)(*args)
+    finally:
+        range_reads.read_path = original
+
+
+def _sent(fn) -> list[str]:
+    sent: list[str] = []
+
+    def wrapper(execute, sql, params, many, context):
+        sent.append(sql)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(wrapper):
+        fn()
+    return sent
+
+
+def _foreign_row(session_id: str, mid: str, parent: str | None, depth: int | None) -> None:
+    """A row as another writer might store it: any parent, any depth."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO assistant_messages (id, session_id, parent_id, role, content, text_content, depth) "
+            "VALUES (%s, %s, %s, 'user', %s, '', %s)",
+            [mid, session_id, parent, json.dumps(msg(mid)), depth],
+        )
+
+
+def test_a_linear_session_is_read_without_the_walk(session, is_postgres):
+    for i in range(30):
+        session.append_message(msg(f"m{i}"))
+    sent = _sent(session.get_history)
+    assert [m["id"] for m in session.get_history()] == [f"m{i}" for i in range(30)]
+    assert not any("RECURSIVE" in sql for sql in sent), sent
+    assert len(sent) == (1 if is_postgres else 2), sent  # SQLite looks the leaf up first (in-process)
+    assert session.get_history("m9") == _walked(session, "get_history", "m9")
+    assert [m["id"] for m in session.get_history("m9")] == [f"m{i}" for i in range(10)]
+
+
+def test_a_branching_session_is_walked(session):
+    session.append_message(msg("root"))
+    for i in range(40):  # every message has a sibling: half the rows are off any path
+        session.append_message(msg(f"a{i}"), "root" if i == 0 else f"a{i - 1}")
+        session.append_message(msg(f"b{i}"), "root" if i == 0 else f"a{i - 1}")
+    sent = _sent(lambda: session.get_history("a39"))
+    assert any("RECURSIVE" in sql for sql in sent), sent
+    assert [m["id"] for m in session.get_history("a39")] == ["root", *(f"a{i}" for i in range(40))]
+
+
+def test_a_few_regenerated_replies_still_read_as_a_range(session):
+    for i in range(100):
+        session.append_message(msg(f"m{i}"))
+    session.append_message(msg("retry"), "m98")  # a regenerated last reply, now the latest leaf
+    sent = _sent(session.get_history)
+    assert not any("RECURSIVE" in sql for sql in sent), sent
+    assert [m["id"] for m in session.get_history()] == [*(f"m{i}" for i in range(99)), "retry"]
+    assert session.get_history("m99") == _walked(session, "get_history", "m99")
+
+
+def test_rows_a_range_cannot_settle_are_walked(session, session_id):
+    for i in range(5):
+        session.append_message(msg(f"m{i}"))
+    # A child stored before its parent, with a depth that passes the gate.
+    _foreign_row(session_id, "late-child", "late-parent", 7)
+    _foreign_row(session_id, "late-parent", "m4", 6)
+    assert session.get_history("late-child") == _walked(session, "get_history", "late-child")
+    assert [m["id"] for m in session.get_history("late-child")][-2:] == ["late-parent", "late-child"]
+    # A parent that is not stored, and a cycle.
+    _foreign_row(session_id, "orphan", "nowhere", 1)
+    assert [m["id"] for m in session.get_history("orphan")] == ["orphan"]
+    _foreign_row(session_id, "cyc-a", "cyc-b", 2)
+    _foreign_row(session_id, "cyc-b", "cyc-a", 3)
+    with override_settings(AGENT_SESSIONS_MAX_PATH_DEPTH=20):  # the walk goes round until this limit
+        assert session.get_history("cyc-b") == _walked(session, "get_history", "cyc-b")
+        assert len(session.get_history("cyc-b")) == 21
+    # No depth at all (the seed's own writer): the walk.
+    _foreign_row(session_id, "no-depth", "m4", None)
+    assert session.get_history("no-depth") == _walked(session, "get_history", "no-depth")
+    assert session.get_history() == _walked(session, "get_history")
+
+
+def test_follow_gives_up_where_only_the_walk_can_tell():
+    assert range_reads.follow([], None, 10) is None
+    chain = [("a", None, 1), ("b", "a", 2), ("c", "b", 3)]
+    assert range_reads.follow(chain, None, 10) == chain
+    assert range_reads.follow(chain, "b", 10) is None  # the leaf must be the range's last row
+    assert range_reads.follow(chain, None, 1) is None  # longer than the walk's depth limit
+    assert range_reads.follow([("x", None), ("a", "b"), ("b", "a")], None, 10) is None  # a cycle
+    assert range_reads.follow([("a", "later")], None, 10) is None  # parent not in the range
+    branchy = [("a", None), ("b", "a"), ("b2", "a"), ("c", "b2")]
+    assert range_reads.follow(branchy, None, 10) == [("a", None), ("b2", "a"), ("c", "b2")]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(["auto", "parent", "root", "delete"]), st.integers(0, 10**6)), max_size=40))
+def test_range_reads_equal_the_walk_on_random_trees(session_id, ops):
+    session = Session.create().for_session(f"{session_id}-{random.getrandbits(32):x}")
+    ids: list[str] = []
+    for n, (op, pick) in enumerate(ops):
+        if op == "delete" and ids:
+            session.delete_messages([ids.pop(pick % len(ids))])
+        elif op == "parent" and ids:
+            session.append_message(msg(f"n{n}"), ids[pick % len(ids)])
+            ids.append(f"n{n}")
+        elif op == "root":
+            session.append_message(msg(f"n{n}"), None)
+            ids.append(f"n{n}")
+        else:
+            session.append_message(msg(f"n{n}"))
+            ids.append(f"n{n}")
+    for leaf in [None, *ids]:
+        assert session.get_history(leaf) == _walked(session, "get_history", leaf), leaf
+        assert session.storage.get_raw_path(leaf) == _walked(session.storage, "get_raw_path", leaf), leaf
