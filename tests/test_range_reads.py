@@ -23,14 +23,14 @@ from tests.conftest import msg
 pytestmark = pytest.mark.django_db
 
 
-def _walked(session, method: str, *args):
-    """What ``method`` returns when the range read is never tried (the SQL walk alone)."""
-    original = range_reads.read_path
-    range_reads.read_path = lambda *a, **k: None
+def _walked(session, method: str, *args, **kwargs):
+    """What ``method`` returns when the range reads are never tried (the SQL walks alone)."""
+    originals = range_reads.read_path, range_reads.read_recent
+    range_reads.read_path = range_reads.read_recent = lambda *a, **k: None
     try:
-        return getattr(session, method)(*args)
+        return getattr(session, method)(*args, **kwargs)
     finally:
-        range_reads.read_path = original
+        range_reads.read_path, range_reads.read_recent = originals
 
 
 def _sent(fn) -> list[str]:
@@ -64,6 +64,33 @@ def test_a_linear_session_is_read_without_the_walk(session, is_postgres):
     assert len(sent) == (1 if is_postgres else 2), sent  # SQLite looks the leaf up first (in-process)
     assert session.get_history("m9") == _walked(session, "get_history", "m9")
     assert [m["id"] for m in session.get_history("m9")] == [f"m{i}" for i in range(10)]
+
+
+def test_the_newest_messages_of_a_linear_session_are_read_without_the_walk(session):
+    for i in range(80):
+        session.append_message(msg(f"m{i}"))
+    sent = _sent(lambda: session.get_recent_history(max_content_bytes=0, min_recent_messages=50))
+    assert len(sent) == 1, sent
+    assert "RECURSIVE" not in sent[0], sent
+    recent = session.get_recent_history(max_content_bytes=0, min_recent_messages=50)
+    assert [m["id"] for m in recent.messages] == [f"m{i}" for i in range(30, 80)]
+    assert recent.truncated
+    assert recent == _walked(session, "get_recent_history", max_content_bytes=0, min_recent_messages=50)
+    everything = session.get_recent_history(max_content_bytes=10**9, min_recent_messages=1)
+    assert len(everything.messages) == 80  # past the range: walked
+    assert not everything.truncated
+    assert everything == _walked(session, "get_recent_history", max_content_bytes=10**9, min_recent_messages=1)
+
+
+def test_a_regenerated_reply_sends_the_recent_window_to_the_walk(session):
+    for i in range(10):
+        session.append_message(msg(f"m{i}"))
+    session.append_message(msg("retry"), "m7")  # newest rows: retry, m9, m8: not retry's chain
+    window = {"max_content_bytes": 0, "min_recent_messages": 3}
+    recent = session.get_recent_history(**window)
+    assert [m["id"] for m in recent.messages] == ["m6", "m7", "retry"]
+    assert recent == _walked(session, "get_recent_history", **window)
+    assert [m["id"] for m in session.get_recent_history("m9", **window).messages] == ["m7", "m8", "m9"]
 
 
 def test_a_branching_session_is_walked(session):
@@ -121,8 +148,11 @@ def test_follow_gives_up_where_only_the_walk_can_tell():
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.tuples(st.sampled_from(["auto", "parent", "root", "delete"]), st.integers(0, 10**6)), max_size=40))
-def test_range_reads_equal_the_walk_on_random_trees(session_id, ops):
+@given(
+    st.lists(st.tuples(st.sampled_from(["auto", "parent", "root", "delete"]), st.integers(0, 10**6)), max_size=40),
+    st.lists(st.tuples(st.integers(1, 12), st.sampled_from([0, 50, 300, 10**6])), min_size=1, max_size=3),
+)
+def test_range_reads_equal_the_walk_on_random_trees(session_id, ops, windows):
     session = Session.create().for_session(f"{session_id}-{random.getrandbits(32):x}")
     ids: list[str] = []
     for n, (op, pick) in enumerate(ops):
@@ -139,4 +169,9 @@ def test_range_reads_equal_the_walk_on_random_trees(session_id, ops):
             ids.append(f"n{n}")
     for leaf in [None, *ids]:
         assert session.get_history(leaf) == _walked(session, "get_history", leaf), leaf
+        for least, budget in windows:
+            recent = {"max_content_bytes": budget, "min_recent_messages": least}
+            assert session.get_recent_history(leaf, **recent) == _walked(
+                session, "get_recent_history", leaf, **recent
+            ), (leaf, least, budget)
         assert session.storage.get_raw_path(leaf) == _walked(session.storage, "get_raw_path", leaf), leaf

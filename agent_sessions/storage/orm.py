@@ -283,11 +283,36 @@ class DjangoSessionProvider:
         """
         min_recent = max(1, int(min_recent_messages))
         budget = int(max_content_bytes)
+        rows = range_reads.read_recent(
+            self._fetchall,
+            self.session_id,
+            leaf_id,
+            f"{self.backend.BYTES_EXPR.format(col='m.content')}, m.content, {_HAS_OVERLAYS}",
+            [self.session_id],
+            min_recent=min_recent,
+            budget=budget,
+            max_depth=conf.max_path_depth(),
+        )
+        if rows is None:  # the newest rows up to the leaf are not its chain: walk
+            rows = self._walk_recent(leaf_id, min_recent, budget)
+        kept = [r for r in rows if r[0] < min_recent or r[1] <= budget]
+        # The walk only goes on past a kept row, so a dropped row means older ones exist.
+        truncated = len(kept) < len(rows)
+        window = [json.loads(r[2]) for r in reversed(kept)]
+        total = int(kept[-1][1]) if kept else 0
+        if window and rows[0][3] is not None:  # rows[0] is the leaf (n = 0): the session has overlays
+            messages = apply_overlays(window, self.get_compactions(), window=True)
+        else:
+            messages = window
+        return RecentHistory(messages=messages, truncated=truncated, total_content_bytes=total)
+
+    def _walk_recent(self, leaf_id: str | None, min_recent: int, budget: int) -> list[tuple]:
+        """``(n, total, content, has_overlays)`` of the walk that stops one row past the window."""
         sql = recent_cte(self.connection.vendor, latest=leaf_id is None).format(
             bytes=self.backend.BYTES_EXPR.format(col="content"),
             mbytes=self.backend.BYTES_EXPR.format(col="m.content"),
         )
-        rows = self._fetchall(
+        return self._fetchall(
             sql + f"SELECT path.n, path.total, m.content, CASE WHEN path.n = 0 THEN {_HAS_OVERLAYS} END "
             "FROM path JOIN assistant_messages m ON " + PATH_ROW + " ORDER BY path.n",
             [
@@ -300,16 +325,6 @@ class DjangoSessionProvider:
                 self.session_id,
             ],
         )
-        kept = [r for r in rows if r[0] < min_recent or r[1] <= budget]
-        # The walk only goes on past a kept row, so a dropped row means older ones exist.
-        truncated = len(kept) < len(rows)
-        window = [json.loads(r[2]) for r in reversed(kept)]
-        total = int(kept[-1][1]) if kept else 0
-        if window and rows[0][3] is not None:  # rows[0] is the leaf (n = 0): the session has overlays
-            messages = apply_overlays(window, self.get_compactions(), window=True)
-        else:
-            messages = window
-        return RecentHistory(messages=messages, truncated=truncated, total_content_bytes=total)
 
     def get_compactions(self) -> list[StoredCompaction]:
         """Every stored overlay of this session, oldest first."""

@@ -19,36 +19,32 @@ from typing import Any
 from .walks import LATEST_LEAF_SEQ, latest_leaf_params
 
 SLACK = 8
-"""Read the rows up to the leaf when at most one in ``SLACK`` of them (plus ``SLACK``) is off its path."""
+"""Read the rows up to the leaf when at most one in ``SLACK`` of them (plus ``SLACK``) is off its path;
+the recent window reads ``SLACK`` rows past its minimum.  (The Postgres statement spells it out.)"""
 
 Rows = Sequence[Sequence[Any]]
 
+_SEQ_BY_ID = "SELECT seq FROM assistant_messages WHERE session_id = %s AND id = %s"
 _LEAF = {
     True: LATEST_LEAF_SEQ,
     False: "SELECT seq, depth, id FROM assistant_messages WHERE session_id = %s AND id = %s",
 }
-_BOUND = "{t}depth + {t}depth / " + str(SLACK) + " + " + str(SLACK)
-_RANGE = "SELECT m.id, m.parent_id, {columns} FROM assistant_messages m WHERE m.session_id = %s AND m.seq <= {seq} "
 
 # Postgres: one statement.  The leaf is a scalar subquery, so it is found and the gate
 # tried before the scan whatever the planner thinks of the session's size; NULL (no leaf,
-# or too many rows) bounds the range to nothing.  The count's LIMIT stops it at the bound.
+# or too many rows) bounds the range to nothing.  The count's LIMIT stops it at the bound,
+# depth + depth / SLACK + SLACK (8 spelled out).
 _POSTGRES = (
-    _RANGE.format(
-        columns="{columns}",
-        seq=(
-            "(SELECT leaf.seq FROM ({leaf}) leaf WHERE (SELECT count(*) FROM (SELECT 1 FROM assistant_messages c "
-            f"WHERE c.session_id = %s AND c.seq <= leaf.seq LIMIT {_BOUND.format(t='leaf.')} + 1) z) "
-            f"<= {_BOUND.format(t='leaf.')})"
-        ),
-    )
-    + "ORDER BY m.seq"
+    "SELECT m.id, m.parent_id, {columns} FROM assistant_messages m WHERE m.session_id = %s AND m.seq <= ("
+    "SELECT leaf.seq FROM ({leaf}) leaf WHERE (SELECT count(*) FROM (SELECT 1 FROM assistant_messages c "
+    "WHERE c.session_id = %s AND c.seq <= leaf.seq LIMIT leaf.depth + leaf.depth / 8 + 9) z) "
+    "<= leaf.depth + leaf.depth / 8 + 8) ORDER BY m.seq"
 )
 # SQLite cannot bound a count by a correlated LIMIT: the leaf comes first (in-process, no
 # round trip), then the range under a gate of literals.
 _SQLITE = (
-    _RANGE.format(columns="{columns}", seq="%s")
-    + "AND (SELECT count(*) FROM (SELECT 1 FROM assistant_messages c WHERE c.session_id = %s AND c.seq <= %s "
+    "SELECT m.id, m.parent_id, {columns} FROM assistant_messages m WHERE m.session_id = %s AND m.seq <= %s "
+    "AND (SELECT count(*) FROM (SELECT 1 FROM assistant_messages c WHERE c.session_id = %s AND c.seq <= %s "
     "LIMIT %s)) <= %s ORDER BY m.seq"
 )
 
@@ -100,3 +96,41 @@ def follow(rows: Rows, leaf_id: str | None, max_depth: int) -> Rows | None:
         chain.reverse()
         path = chain
     return path if len(path) <= max_depth + 1 else None
+
+
+_NEWEST = (
+    "SELECT m.id, m.parent_id, {columns} FROM assistant_messages m WHERE m.session_id = %s AND m.seq <= ({leaf}) "
+    "ORDER BY m.seq DESC LIMIT %s"
+)
+_NEWEST_LEAF = {True: "SELECT leaf.seq FROM (" + LATEST_LEAF_SEQ + ") leaf", False: _SEQ_BY_ID}
+
+
+def read_recent(
+    fetch: Fetch,
+    session_id: str,
+    leaf_id: str | None,
+    columns: str,
+    params: list,
+    *,
+    min_recent: int,
+    budget: int,
+    max_depth: int,
+) -> list[tuple] | None:
+    """The rows the recent-suffix walk (``walks.recent_cte``) would return, as ``(n, total, *rest)``
+    with ``columns`` = ``bytes, *rest``, read as the newest rows up to the leaf (one range scan,
+    ``min_recent`` + ``SLACK`` rows); None when they do not form the leaf's chain far enough."""
+    leaf_params = latest_leaf_params(session_id) if leaf_id is None else [session_id, leaf_id]
+    sql = _NEWEST.format(columns=columns, leaf=_NEWEST_LEAF[leaf_id is None])
+    rows = fetch(sql, [*params, session_id, *leaf_params, min_recent + SLACK])
+    if not rows or (leaf_id is not None and rows[0][0] != leaf_id):
+        return None
+    walked: list[tuple] = []
+    total = 0
+    for n, row in enumerate(rows):
+        if n and rows[n - 1][1] != row[0]:
+            return None  # not the parent of the row before: a branch or a parent stored later
+        total += int(row[2])
+        walked.append((n, total, *row[3:]))
+        if row[1] is None or not (n < max_depth and (n < min_recent or total <= budget)):
+            return walked  # the walk stops here too: the root, or one row past the window
+    return None
