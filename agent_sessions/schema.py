@@ -140,3 +140,17 @@ class ReplaceTrigger(migrations.operations.base.Operation):
 
     def describe(self) -> str:
         return f"Replace trigger {self.new.name} on model {self.model_name}"
+
+
+def drop_duplicate_seq_index(apps, schema_editor) -> None:
+    """Postgres: the ``(session_id, seq)`` index duplicates the primary key since migration 0010."""
+    if schema_editor.connection.vendor == "postgresql":
+        with schema_editor.connection.cursor() as cursor:
+            backends.for_vendor("postgresql").drop_duplicate_seq_index(cursor)
+
+
+def restore_seq_index(apps, schema_editor) -> None:
+    """Reverse of :func:`drop_duplicate_seq_index`."""
+    if schema_editor.connection.vendor == "postgresql":
+        with schema_editor.connection.cursor() as cursor:
+            backends.for_vendor("postgresql").restore_seq_index(cursor)

@@ -242,6 +242,24 @@ def upgrade_keys(cursor, path_key_index: str) -> None:
         cursor.execute(statement)
 
 
+def drop_duplicate_seq_index(cursor) -> None:
+    """Drop ``assistant_msg_sess_seq`` where the primary key is ``(session_id, seq)``: the same btree
+    twice, which every inserted row paid for (migration 0016)."""
+    cursor.execute(
+        "SELECT array_agg(a.attname ORDER BY k.n) FROM pg_index i "
+        "CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n) "
+        "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum "
+        "WHERE i.indrelid = 'assistant_messages'::regclass AND i.indisprimary"
+    )
+    if cursor.fetchone()[0] == ["session_id", "seq"]:
+        cursor.execute("DROP INDEX IF EXISTS assistant_msg_sess_seq")
+
+
+def restore_seq_index(cursor) -> None:
+    """Reverse of :func:`drop_duplicate_seq_index`."""
+    cursor.execute("CREATE INDEX IF NOT EXISTS assistant_msg_sess_seq ON assistant_messages (session_id, seq)")
+
+
 def downgrade_keys(cursor, old_path_key_index: str) -> None:
     """Reverse of :func:`upgrade_keys` for tables created by migration 0001 (not partitioned)."""
     cursor.execute("SELECT relkind FROM pg_class WHERE oid = 'assistant_messages'::regclass")
