@@ -120,6 +120,19 @@ class Raw:
         )
         return [json.loads(r[0]) for r in cur.fetchall()]
 
+    def history_range(self, session_id: str) -> list[dict]:
+        """The floor of ours on a session that does not branch: its rows in seq order, one range scan."""
+        cur = self.execute("SELECT content FROM assistant_messages WHERE session_id = %s ORDER BY seq", [session_id])
+        return [json.loads(r[0]) for r in cur.fetchall()]
+
+    def recent_range(self, session_id: str, n: int) -> list[dict]:
+        """The n newest rows of a session that does not branch, one range scan."""
+        cur = self.execute(
+            "SELECT content FROM assistant_messages WHERE session_id = %s ORDER BY seq DESC LIMIT %s",
+            [session_id, n],
+        )
+        return [json.loads(r[0]) for r in reversed(cur.fetchall())]
+
     def recent(self, session_id: str, n: int) -> list[dict]:
         leaf = self.leaf(session_id)
         cur = self.execute(
@@ -267,10 +280,15 @@ def history_reads(alias: str, database: str, n: int, peers: list, rounds: int) -
     analyze(alias)
     session = Session.create(using=alias).for_session(sid)
     assert len(session.get_history()) == n
-    whole: dict[str, Callable[[], Any]] = {"ours": session.get_history, "raw SQL": lambda: raw.history(sid)}
+    whole: dict[str, Callable[[], Any]] = {
+        "ours": session.get_history,
+        "raw SQL": lambda: raw.history(sid),
+        "raw range scan": lambda: raw.history_range(sid),
+    }
     last: dict[str, Callable[[], Any]] = {
         "ours": lambda: session.get_recent_history(max_content_bytes=0, min_recent_messages=50),
         "raw SQL": lambda: raw.recent(sid, 50),
+        "raw range scan": lambda: raw.recent_range(sid, 50),
     }
     for peer in peers:
         # The peers' stores were filled with n items by workload 2 (or are filled here).
