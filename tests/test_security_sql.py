@@ -118,12 +118,15 @@ ALLOWED: dict[str, dict[str, str]] = {
         "_CHILDLESS.format(t='m')": "module constant + code-literal alias",
         "PATH_KEY.format(t='m.')": "module constant + code-literal alias",
         "PATH_KEY.format(t='s.')": "module constant + code-literal alias",
+        "SESSION_RANGE.format(t='')": "module constant + code-literal alias",
+        "SESSION_RANGE.format(t='m.')": "module constant + code-literal alias",
     },
     "storage/range_reads.py": {
         "columns": "a column list storage/orm.py builds from module constants",
         "_LEAF[leaf_id is None]": "one of two module-constant leaf lookups",
         "_NEWEST_LEAF[leaf_id is None]": "one of two module-constant leaf lookups",
         "LATEST_LEAF_SEQ": "module constant (storage.walks)",
+        "SESSION_RANGE.format(t='m.')": "module constant (storage.walks) + code-literal alias",
     },
     "storage/visible_tokens.py": {
         "', '.join(['%s'] * len(ids))": "placeholders only",

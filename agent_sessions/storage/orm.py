@@ -49,6 +49,16 @@ _COPY_COLUMNS = (
 )
 """Columns :meth:`DjangoSessionProvider.copy_path_to` fills, in its SELECT's order."""
 
+_STORED_ID = "SELECT 1 FROM assistant_messages WHERE session_id = %s AND id = %s"
+
+
+def _orphaned_id(message_id: str) -> InvalidMessage:
+    return InvalidMessage(
+        f"message id {message_id!r} was deleted while messages below it stayed, and they still name it as "
+        "their parent: storing it again would re-attach them (and could close a cycle); use a new id"
+    )
+
+
 _BULK_DEFAULTS = {"tool_text": ""}
 """Values :meth:`DjangoSessionProvider.insert_rows` uses for keys a row leaves out (NOT NULL columns)."""
 
@@ -380,6 +390,8 @@ class DjangoSessionProvider:
         with permanent_errors_as_invalid(), connection.cursor() as cursor:
             row = self.backend.locked_insert(cursor, self.session_id, values, parent, auto=auto)
         if row is None:
+            if self._fetchone(_STORED_ID, [self.session_id, message["id"]]) is None:
+                raise _orphaned_id(message["id"])  # not a duplicate: refused (see storage.appends)
             return AppendOutcome(inserted=False)
         return AppendOutcome(inserted=True, parent_id=row[1], depth=row[2], path_tokens=row[3])
 
@@ -522,6 +534,9 @@ class DjangoSessionProvider:
                 self.backend.reserve_write(cursor)
             first = self.append_message_stats(messages[0], parent_id)
             totals = self._stored_totals(ids)  # the first one included
+            orphaned = self._named_as_parents([i for i in ids if i not in totals])
+            if orphaned:
+                raise _orphaned_id(orphaned[0])
             now = self.connection.ops.adapt_datetimefield_value(timezone.now())
 
             def rows() -> Iterator[list]:
@@ -548,6 +563,17 @@ class DjangoSessionProvider:
         return AppendOutcome(
             inserted=first.inserted or inserted, parent_id=last_parent, depth=depth, path_tokens=path_tokens
         )
+
+    def _named_as_parents(self, message_ids: list[str]) -> list[str]:
+        """Those of ``message_ids`` that stored rows name as their parent (deleted, children kept)."""
+        if not message_ids:
+            return []
+        membership, param = self.backend.in_list(list(dict.fromkeys(message_ids)))
+        rows = self._fetchall(
+            f"SELECT DISTINCT parent_id FROM assistant_messages WHERE session_id = %s AND parent_id {membership}",
+            [self.session_id, param],
+        )
+        return sorted(r[0] for r in rows)
 
     def _stored_totals(self, message_ids: list[str]) -> dict[str, tuple[str | None, int | None, int | None]]:
         """``{id: (parent_id, depth, path_tokens)}`` of the given ids already stored here (one query)."""

@@ -1,14 +1,14 @@
 """Paths read as one ordered range of the session's rows instead of a recursive walk.
 
 Most sessions never branch, and in those a leaf's path is every row up to it in ``seq``
-order.  One index range scan of ``(session_id, seq)`` (what a flat message list costs)
-then replaces the walk's two index probes per message.  It is tried when the rows up to
-the leaf are at most a few more than the leaf's depth (a count that stops there, so a
-short path in a long session costs little to rule out).  The rows carry ``id`` and
-``parent_id`` and the path is followed here in Python, so the result is the walk's
-whatever the stored depths say; the depths only decide whether to try.  Whatever a range
-cannot settle (a parent stored after its child, a dangling parent, a cycle, a path past
-the depth limit) gives None, and the caller walks in SQL.
+order.  One index range scan of the primary key ``(session_id, seq)`` (what a flat message
+list costs) then replaces the walk's two index probes per message.  It reads the rows up to
+the leaf, newest first, at most the leaf's depth plus an eighth (and a few); a session whose
+registry count already says it holds more is not tried.  The rows carry ``id`` and
+``parent_id`` and the path is followed here in Python, so the result is the walk's whatever
+the stored depths and counts say; they only decide whether to try.  Whatever the range cannot
+settle (a root beyond the limit, a parent stored after its child, a dangling parent, a cycle,
+a path past the depth limit) gives None, and the caller walks in SQL.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .walks import LATEST_LEAF_SEQ, latest_leaf_params
+from .walks import LATEST_LEAF_SEQ, SESSION_RANGE, latest_leaf_params
 
 SLACK = 8
 """Read the rows up to the leaf when at most one in ``SLACK`` of them (plus ``SLACK``) is off its path;
@@ -29,24 +29,28 @@ _LEAF = {
     True: LATEST_LEAF_SEQ,
     False: "SELECT seq, depth, id FROM assistant_messages WHERE session_id = %s AND id = %s",
 }
-
-# Postgres: one statement.  The leaf is a scalar subquery, so it is found and the gate
-# tried before the scan whatever the planner thinks of the session's size; NULL (no leaf,
-# or too many rows) bounds the range to nothing.  The count's LIMIT stops it at the bound,
-# depth + depth / SLACK + SLACK (8 spelled out).
-_POSTGRES = (
-    "SELECT m.id, m.parent_id, {columns} FROM assistant_messages m WHERE m.session_id = %s AND m.seq <= ("
-    "SELECT leaf.seq FROM ({leaf}) leaf WHERE (SELECT count(*) FROM (SELECT 1 FROM assistant_messages c "
-    "WHERE c.session_id = %s AND c.seq <= leaf.seq LIMIT leaf.depth + leaf.depth / 8 + 9) z) "
-    "<= leaf.depth + leaf.depth / 8 + 8) ORDER BY m.seq"
+# Newest first, so the leaf is the first row and a LIMIT cuts the oldest rows: past the bound
+# the chain cannot reach its root among them and the walk takes over.  The session as a
+# one-value range keeps the scan on the primary key (see walks.SESSION_RANGE).
+_RANGE = (
+    "SELECT m.id, m.parent_id, {columns} FROM assistant_messages m WHERE "
+    + SESSION_RANGE.format(t="m.")
+    + " AND m.seq <= {seq} ORDER BY m.session_id DESC, m.seq DESC LIMIT {limit}"
 )
-# SQLite cannot bound a count by a correlated LIMIT: the leaf comes first (in-process, no
-# round trip), then the range under a gate of literals.
-_SQLITE = (
-    "SELECT m.id, m.parent_id, {columns} FROM assistant_messages m WHERE m.session_id = %s AND m.seq <= %s "
-    "AND (SELECT count(*) FROM (SELECT 1 FROM assistant_messages c WHERE c.session_id = %s AND c.seq <= %s "
-    "LIMIT %s)) <= %s ORDER BY m.seq"
+# The registry's message count (when the session has a row there) rules a branching session
+# out before any scan: for the latest leaf every row is at or before it.  The bound is
+# depth + depth / SLACK + SLACK, with 8 spelled out.
+_REGISTERED = "(SELECT s.message_count FROM assistant_sessions s WHERE s.id = %s)"
+_POSTGRES = _RANGE.format(
+    columns="{columns}",
+    seq=(
+        "(SELECT leaf.seq FROM ({leaf}) leaf WHERE COALESCE(" + _REGISTERED + ", 0) <= leaf.depth + leaf.depth / 8 + 8)"
+    ),
+    limit="(SELECT leaf.depth + leaf.depth / 8 + 9 FROM ({leaf}) leaf)",
 )
+# SQLite: the leaf first (in-process, no round trip), then the range.
+_SQLITE_LEAF = "SELECT leaf.seq, leaf.depth, leaf.id, " + _REGISTERED + " FROM ({leaf}) leaf"
+_SQLITE = _RANGE.format(columns="{columns}", seq="%s", limit="%s")
 
 Fetch = Callable[[str, list], list[tuple]]
 
@@ -60,16 +64,18 @@ def read_path(
     leaf_params = latest_leaf_params(session_id) if leaf_id is None else [session_id, leaf_id]
     if vendor == "postgresql":
         sql = _POSTGRES.format(columns=columns, leaf=_LEAF[leaf_id is None])
-        rows = fetch(sql, [*params, session_id, *leaf_params, session_id])
+        rows = fetch(sql, [*params, session_id, session_id, *leaf_params, session_id, *leaf_params])
         expected = leaf_id
     else:
-        leaf = fetch(_LEAF[leaf_id is None], leaf_params)
+        leaf = fetch(_SQLITE_LEAF.format(leaf=_LEAF[leaf_id is None]), [session_id, *leaf_params])
         if not leaf or leaf[0][1] is None:
             return None
-        seq, depth, expected = leaf[0]
+        seq, depth, expected, registered = leaf[0]
         bound = depth + depth // SLACK + SLACK
-        rows = fetch(_SQLITE.format(columns=columns), [*params, session_id, seq, session_id, seq, bound + 1, bound])
-    path = follow(rows, expected, max_depth)
+        if registered is not None and registered > bound:
+            return None
+        rows = fetch(_SQLITE.format(columns=columns), [*params, session_id, session_id, seq, bound + 1])
+    path = follow(rows[::-1], expected, max_depth)
     return None if path is None else list(path)
 
 
@@ -98,11 +104,7 @@ def follow(rows: Rows, leaf_id: str | None, max_depth: int) -> Rows | None:
     return path if len(path) <= max_depth + 1 else None
 
 
-_NEWEST = (
-    "SELECT m.id, m.parent_id, {columns} FROM assistant_messages m WHERE m.session_id = %s AND m.seq <= ({leaf}) "
-    "ORDER BY m.seq DESC LIMIT %s"
-)
-_NEWEST_LEAF = {True: "SELECT leaf.seq FROM (" + LATEST_LEAF_SEQ + ") leaf", False: _SEQ_BY_ID}
+_NEWEST_LEAF = {True: "(SELECT leaf.seq FROM (" + LATEST_LEAF_SEQ + ") leaf)", False: "(" + _SEQ_BY_ID + ")"}
 
 
 def read_recent(
@@ -120,8 +122,8 @@ def read_recent(
     with ``columns`` = ``bytes, *rest``, read as the newest rows up to the leaf (one range scan,
     ``min_recent`` + ``SLACK`` rows); None when they do not form the leaf's chain far enough."""
     leaf_params = latest_leaf_params(session_id) if leaf_id is None else [session_id, leaf_id]
-    sql = _NEWEST.format(columns=columns, leaf=_NEWEST_LEAF[leaf_id is None])
-    rows = fetch(sql, [*params, session_id, *leaf_params, min_recent + SLACK])
+    sql = _RANGE.format(columns=columns, seq=_NEWEST_LEAF[leaf_id is None], limit="%s")
+    rows = fetch(sql, [*params, session_id, session_id, *leaf_params, min_recent + SLACK])
     if not rows or (leaf_id is not None and rows[0][0] != leaf_id):
         return None
     walked: list[tuple] = []

@@ -21,18 +21,28 @@ from .. import conf
 _CHILDLESS = (
     "(SELECT 1 FROM assistant_messages c WHERE c.session_id = {t}.session_id AND c.parent_id = {t}.id LIMIT 1) IS NULL"
 )
+# The session is named as a range of one value, ``session_id BETWEEN %s AND %s``, ordered by
+# ``(session_id, seq)``: only the primary key can deliver that order.  With ``session_id = %s
+# ORDER BY seq`` Postgres may walk the plain ``seq`` index backwards filtering on session_id
+# whenever the session looks like a large share of the table (a few big sessions: 229,377
+# other rows read for the newest 8, 112 ms instead of 0.06 ms).
+SESSION_RANGE = "{t}session_id >= %s AND {t}session_id <= %s"
 _LATEST_LEAF_TEMPLATE = (
     "SELECT {cols} FROM ("
     "  SELECT * FROM ("
     "    SELECT w.* FROM ("
-    "      SELECT {inner} FROM assistant_messages WHERE session_id = %s ORDER BY seq DESC LIMIT 8"
+    "      SELECT {inner} FROM assistant_messages WHERE "
+    + SESSION_RANGE.format(t="")
+    + " ORDER BY session_id DESC, seq DESC LIMIT 8"
     "    ) w WHERE " + _CHILDLESS.format(t="w") + " ORDER BY w.seq DESC LIMIT 1"
     "  ) newest"
     "  UNION ALL"
     "  SELECT * FROM ("
-    "    SELECT {inner} FROM assistant_messages m WHERE m.session_id = %s AND "
+    "    SELECT {inner} FROM assistant_messages m WHERE "
+    + SESSION_RANGE.format(t="m.")
+    + " AND "
     + _CHILDLESS.format(t="m")
-    + "    ORDER BY m.seq DESC LIMIT 1"
+    + "    ORDER BY m.session_id DESC, m.seq DESC LIMIT 1"
     "  ) anywhere"
     ") leaf LIMIT 1"
 )
@@ -45,8 +55,8 @@ LATEST_LEAF_SEQ = _LATEST_LEAF_TEMPLATE.format(cols="leaf.seq, leaf.depth, leaf.
 
 
 def latest_leaf_params(session_id: str) -> list[str]:
-    """Parameters of :data:`LATEST_LEAF` (the session id, once per arm)."""
-    return [session_id, session_id]
+    """Parameters of :data:`LATEST_LEAF` (the session id, twice per arm)."""
+    return [session_id] * 4
 
 
 # Each step of a walk finds the parent by this injective key (length-prefixed
