@@ -295,6 +295,7 @@ class DjangoSessionProvider:
         budget = int(max_content_bytes)
         rows = range_reads.read_recent(
             self._fetchall,
+            self.connection.vendor,
             self.session_id,
             leaf_id,
             f"{self.backend.BYTES_EXPR.format(col='m.content')}, m.content, {_HAS_OVERLAYS}",

@@ -48,9 +48,16 @@ _POSTGRES = _RANGE.format(
     ),
     limit="(SELECT leaf.depth + leaf.depth / 8 + 9 FROM ({leaf}) leaf)",
 )
-# SQLite: the leaf first (in-process, no round trip), then the range.
+# SQLite: the leaf first (in-process, no round trip), then the range.  Its planner has no
+# such trap, and it bounds the index scan by seq only after an equality on session_id.
 _SQLITE_LEAF = "SELECT leaf.seq, leaf.depth, leaf.id, " + _REGISTERED + " FROM ({leaf}) leaf"
-_SQLITE = _RANGE.format(columns="{columns}", seq="%s", limit="%s")
+_SQLITE_RANGE = (
+    "SELECT m.id, m.parent_id, {columns} FROM assistant_messages m WHERE m.session_id = %s AND m.seq <= {seq} "
+    "ORDER BY m.seq DESC LIMIT {limit}"
+)
+_SQLITE = _SQLITE_RANGE.format(columns="{columns}", seq="%s", limit="%s")
+_SESSION_PARAMS = {"postgresql": 2, "sqlite": 1}
+"""How many times each vendor's range names the session."""
 
 Fetch = Callable[[str, list], list[tuple]]
 
@@ -74,7 +81,7 @@ def read_path(
         bound = depth + depth // SLACK + SLACK
         if registered is not None and registered > bound:
             return None
-        rows = fetch(_SQLITE.format(columns=columns), [*params, session_id, session_id, seq, bound + 1])
+        rows = fetch(_SQLITE.format(columns=columns), [*params, session_id, seq, bound + 1])
     path = follow(rows[::-1], expected, max_depth)
     return None if path is None else list(path)
 
@@ -109,6 +116,7 @@ _NEWEST_LEAF = {True: "(SELECT leaf.seq FROM (" + LATEST_LEAF_SEQ + ") leaf)", F
 
 def read_recent(
     fetch: Fetch,
+    vendor: str,
     session_id: str,
     leaf_id: str | None,
     columns: str,
@@ -122,8 +130,10 @@ def read_recent(
     with ``columns`` = ``bytes, *rest``, read as the newest rows up to the leaf (one range scan,
     ``min_recent`` + ``SLACK`` rows); None when they do not form the leaf's chain far enough."""
     leaf_params = latest_leaf_params(session_id) if leaf_id is None else [session_id, leaf_id]
-    sql = _RANGE.format(columns=columns, seq=_NEWEST_LEAF[leaf_id is None], limit="%s")
-    rows = fetch(sql, [*params, session_id, session_id, *leaf_params, min_recent + SLACK])
+    template = _RANGE if vendor == "postgresql" else _SQLITE_RANGE
+    sql = template.format(columns=columns, seq=_NEWEST_LEAF[leaf_id is None], limit="%s")
+    named = [session_id] * _SESSION_PARAMS.get(vendor, 1)
+    rows = fetch(sql, [*params, *named, *leaf_params, min_recent + SLACK])
     if not rows or (leaf_id is not None and rows[0][0] != leaf_id):
         return None
     walked: list[tuple] = []
