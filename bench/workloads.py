@@ -120,17 +120,23 @@ class Raw:
         )
         return [json.loads(r[0]) for r in cur.fetchall()]
 
+    def _session_scan(self, direction: str) -> str:
+        """The session's rows through the (session_id, seq) index: a one-value range on Postgres (the
+        plain seq index could serve ORDER BY seq), the index named on SQLite (the rowid could)."""
+        if self.vendor == "postgresql":
+            where = "WHERE session_id >= %s AND session_id <= %s"
+            return f"FROM assistant_messages {where} ORDER BY session_id {direction}, seq {direction}"
+        where = "WHERE session_id = %s AND session_id = %s"
+        return f"FROM assistant_messages INDEXED BY assistant_msg_sess_seq {where} ORDER BY seq {direction}"
+
     def history_range(self, session_id: str) -> list[dict]:
         """The floor of ours on a session that does not branch: its rows in seq order, one range scan."""
-        cur = self.execute("SELECT content FROM assistant_messages WHERE session_id = %s ORDER BY seq", [session_id])
+        cur = self.execute("SELECT content " + self._session_scan("ASC"), [session_id, session_id])
         return [json.loads(r[0]) for r in cur.fetchall()]
 
     def recent_range(self, session_id: str, n: int) -> list[dict]:
         """The n newest rows of a session that does not branch, one range scan."""
-        cur = self.execute(
-            "SELECT content FROM assistant_messages WHERE session_id = %s ORDER BY seq DESC LIMIT %s",
-            [session_id, n],
-        )
+        cur = self.execute("SELECT content " + self._session_scan("DESC") + " LIMIT %s", [session_id, session_id, n])
         return [json.loads(r[0]) for r in reversed(cur.fetchall())]
 
     def recent(self, session_id: str, n: int) -> list[dict]:

@@ -143,3 +143,32 @@ def test_path_key_prefix_is_injective():
     # ("ab", "c…") and ("a", "bc…") must not meet: the length prefix tells them apart.
     assert path_key_prefix("ab") + "c" != path_key_prefix("a") + "bc"
     assert path_key_prefix("日本") == "2:日本"
+
+
+@pytest.mark.postgres_only  # the plan choice is Postgres's
+@pytest.mark.django_db
+def test_per_session_reads_stay_on_the_primary_key_when_a_few_sessions_fill_the_table(session_id):
+    """With a few large sessions, each a big share of the table, ``session_id = X ORDER BY seq``
+    walked the plain ``seq`` index backwards through every newer row of the others."""
+    from agent_sessions.storage import range_reads
+    from agent_sessions.storage.walks import LATEST_LEAF, latest_leaf_params
+
+    old = Session.create().for_session(session_id)
+    bulk_chain(session_id, 3_000)
+    for other in range(3):  # newer rows of other sessions, after the old one's
+        bulk_chain(f"{session_id}-newer{other}", 3_000)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE assistant_messages")
+        cursor.execute("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + LATEST_LEAF, latest_leaf_params(session_id))
+        plan = "\n".join(r[0] for r in cursor.fetchall())
+        assert "assistant_msg_seq" not in plan, plan
+        sql = range_reads._POSTGRES.format(columns="m.content", leaf=range_reads._LEAF[True])
+        leaf = latest_leaf_params(session_id)
+        cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + sql, [session_id, session_id, *leaf, session_id, *leaf])
+        plan = "\n".join(r[0] for r in cursor.fetchall())
+        assert "assistant_msg_seq" not in plan, plan
+    assert len(old.get_history()) == 3_000
+    assert [m["id"] for m in old.get_recent_history(max_content_bytes=0, min_recent_messages=2).messages] == [
+        "m2998",
+        "m2999",
+    ]
