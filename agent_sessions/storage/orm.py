@@ -659,14 +659,13 @@ class DjangoSessionProvider:
         """
         adapt = self.connection.ops.adapt_datetimefield_value
         now = timezone.now()
-        columns = self.bulk_columns[:6]
-        tail = self.bulk_columns[7:]
         self._insert_param_rows(
             [
                 self.session_id,
-                *(row.get(c, _BULK_DEFAULTS.get(c)) for c in columns),
-                adapt(row.get("created_at") or now),
-                *(row.get(c) for c in tail),
+                *(
+                    adapt(row.get(c) or now) if c == "created_at" else row.get(c, _BULK_DEFAULTS.get(c))
+                    for c in self.bulk_columns
+                ),
             ]
             for row in rows
         )
