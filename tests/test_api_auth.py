@@ -210,6 +210,30 @@ def test_last_used_is_written_at_most_once_a_minute(alice):
     assert key.last_used_at > first
 
 
+def test_the_compiled_key_lookup_loads_what_the_orm_loads(alice, staff_user):
+    """The lookup compiled once per database returns the ORM's keys and owners, field for field
+    (SQLite's text datetimes and integer booleans converted), and only unrevoked keys of that prefix."""
+    from agent_sessions.api.auth import _candidates
+
+    key, token = ApiKey.issue(alice, "one")
+    ApiKey.objects.filter(pk=key.pk).update(last_used_at=timezone.now() - timedelta(minutes=5))
+    ApiKey.issue(staff_user, "other")
+    revoked, revoked_token = ApiKey.issue(alice, "revoked")
+    ApiKey.objects.filter(pk=revoked.pk).update(revoked=True)
+
+    (found,) = _candidates(token[:12])
+    expected = ApiKey.objects.select_related("owner").get(pk=key.pk)
+    for model_field in ApiKey._meta.concrete_fields:
+        assert getattr(found, model_field.attname) == getattr(expected, model_field.attname), model_field.name
+    for user_field in type(alice)._meta.concrete_fields:
+        assert getattr(found.owner, user_field.attname) == getattr(expected.owner, user_field.attname), user_field.name
+    assert isinstance(found.last_used_at, type(expected.last_used_at))
+    assert found.owner.is_active is True
+    assert not found._state.adding
+    assert found._state.db == expected._state.db
+    assert _candidates(revoked_token[:12]) == []
+
+
 def test_inactive_owner_is_401(alice):
     _, token = ApiKey.issue(alice)
     alice.is_active = False

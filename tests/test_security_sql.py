@@ -128,6 +128,15 @@ ALLOWED: dict[str, dict[str, str]] = {
         "LATEST_LEAF_SEQ": "module constant (storage.walks)",
         "SESSION_RANGE.format(t='m.')": "module constant (storage.walks) + code-literal alias",
     },
+    "api/auth.py": {
+        "select": "quoted column names of the ApiKey and user models' concrete fields",
+        "quote(ApiKey._meta.db_table)": "a model's table name, quoted",
+        "quote(user_model._meta.db_table)": "a model's table name, quoted",
+        "quote(user_model._meta.pk.column)": "a model's column name, quoted",
+        "owner": "a model's column name, quoted",
+        "quote('prefix')": "code literal, quoted",
+        "quote('revoked')": "code literal, quoted",
+    },
     "storage/visible_tokens.py": {
         "', '.join(['%s'] * len(ids))": "placeholders only",
         "marks": "'%s, %s, …' only",
