@@ -11,6 +11,7 @@ from django.http import StreamingHttpResponse
 
 from ..manager.rows import RECORD_FIELDS
 from ..models import Compaction, Message, SessionRecord
+from ..storage import decode
 from ..storage.orm import DjangoSessionProvider
 
 
@@ -24,7 +25,7 @@ def session_info(record: SessionRecord | None) -> dict | None:
 
 def _message_row(row: Message) -> str:
     try:
-        message = json.loads(row.content)
+        message = decode.loads(row.content)
     except ValueError:
         message = row.content
     return _dump(

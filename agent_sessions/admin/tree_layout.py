@@ -8,12 +8,12 @@ actually rendered is fetched afterwards by ``seq`` (see :func:`fetch_contents`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ..models import Compaction, Message
 from ..overlays import applied_ranges
+from ..storage import decode
 from ..tokens import estimate_string_tokens
 from ..types import StoredCompaction
 
@@ -213,7 +213,7 @@ def fetch_contents(seqs: Iterable[int], *, using: str = "default") -> dict[int, 
         rows = Message.objects.using(using).filter(seq__in=chunk).values_list("seq", "content", "created_at")
         for seq, content, created_at in rows:
             try:
-                message = json.loads(content)
+                message = decode.loads(content)
             except (TypeError, ValueError):
                 message = {"parts": [{"type": "text", "text": str(content)}]}
             out[seq] = (message if isinstance(message, dict) else {"parts": [message]}, created_at)

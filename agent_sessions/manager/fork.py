@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 
 from ..models import Compaction, Message
+from ..storage import decode
 from ..storage.orm import DjangoSessionProvider
 from ..tokens import estimate_one_message_tokens
 from ..types import dump_message
@@ -37,7 +37,7 @@ def _copy_path_in_python(source: DjangoSessionProvider, target_session_id: str, 
     parent: str | None = None
     path_tokens = 0
     for depth, row in enumerate(rows, start=1):
-        message = json.loads(row["content"])
+        message = decode.loads(row["content"])
         message["id"] = mapping[row["id"]]
         tokens = row["tokens"] if row["tokens"] is not None else estimate_one_message_tokens(message)
         path_tokens += tokens

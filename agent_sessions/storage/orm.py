@@ -8,7 +8,6 @@ so appending costs the same at 10 or 10,000 messages.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -37,7 +36,7 @@ from ..types import (
     tool_text,
     validate_message,
 )
-from . import backends, range_reads, visible_tokens, walks
+from . import backends, decode, range_reads, visible_tokens, walks
 from .walks import LATEST_LEAF, LATEST_LEAF_CONTENT, PATH_ROW, latest_leaf_params, path_cte, path_key_prefix, recent_cte
 
 OMITTED = object()
@@ -189,12 +188,12 @@ class DjangoSessionProvider:
         row = self._fetchone(
             "SELECT content FROM assistant_messages WHERE session_id = %s AND id = %s", [self.session_id, message_id]
         )
-        return json.loads(row[0]) if row else None
+        return decode.loads(row[0]) if row else None
 
     def get_latest_leaf(self) -> dict | None:
         """The most recently appended childless message, or None for an empty session."""
         row = self._fetchone(LATEST_LEAF_CONTENT, latest_leaf_params(self.session_id))
-        return json.loads(row[0]) if row else None
+        return decode.loads(row[0]) if row else None
 
     def _path_params(self, leaf_id: str) -> list:
         return [self.session_id, leaf_id, path_key_prefix(self.session_id), conf.max_path_depth()]
@@ -218,13 +217,13 @@ class DjangoSessionProvider:
         """Root→leaf messages as stored, without overlays (one query, the leaf lookup included)."""
         ranged = self._range_path(leaf_id, "m.content", [])
         if ranged is not None:
-            return [json.loads(r[2]) for r in ranged]
+            return [decode.loads(r[2]) for r in ranged]
         cte, params = self._walk(leaf_id)
         rows = self._fetchall(
             cte + "SELECT m.content FROM path JOIN assistant_messages m ON " + PATH_ROW + " ORDER BY path.n DESC",
             params,
         )
-        return [json.loads(r[0]) for r in rows]
+        return [decode.loads(r[0]) for r in rows]
 
     def get_history(self, leaf_id: str | None = None) -> list[dict]:
         """Root→leaf path of ``leaf_id`` (or the latest leaf) with overlays applied; ``[]`` if unknown.
@@ -243,7 +242,7 @@ class DjangoSessionProvider:
             )
         if not rows:
             return []
-        path = [json.loads(r[2]) for r in rows]
+        path = [decode.loads(r[2]) for r in rows]
         return apply_overlays(path, self.get_compactions()) if rows[-1][3] is not None else path
 
     def get_path_length(self, leaf_id: str | None = None) -> int:
@@ -271,7 +270,7 @@ class DjangoSessionProvider:
             "SELECT content FROM assistant_messages WHERE session_id = %s AND parent_id = %s ORDER BY seq",
             [self.session_id, message_id],
         )
-        return [json.loads(r[0]) for r in rows]
+        return [decode.loads(r[0]) for r in rows]
 
     def get_history_row_stats(self, leaf_id: str | None = None) -> list[HistoryRowStat]:
         """``(id, role, bytes)`` of each stored message on the path, root first, without content."""
@@ -309,7 +308,7 @@ class DjangoSessionProvider:
         kept = [r for r in rows if r[0] < min_recent or r[1] <= budget]
         # The walk only goes on past a kept row, so a dropped row means older ones exist.
         truncated = len(kept) < len(rows)
-        window = [json.loads(r[2]) for r in reversed(kept)]
+        window = [decode.loads(r[2]) for r in reversed(kept)]
         total = int(kept[-1][1]) if kept else 0
         if window and rows[0][3] is not None:  # rows[0] is the leaf (n = 0): the session has overlays
             messages = apply_overlays(window, self.get_compactions(), window=True)

@@ -96,8 +96,9 @@ def follow(rows: Rows, leaf_id: str | None, max_depth: int) -> Rows | None:
     leaf = rows[-1]
     if leaf_id is not None and leaf[0] != leaf_id:
         return None
-    if rows[0][1] is None and all(rows[i][1] == rows[i - 1][0] for i in range(1, len(rows))):
-        path: Rows = rows  # one chain: every row is on the path
+    parents = [row[1] for row in rows]
+    if parents[0] is None and parents[1:] == [row[0] for row in rows[:-1]]:
+        path: Rows = rows  # one chain: every row is on the path (compared as two lists, in C)
     else:
         by_id = {row[0]: row for row in rows}
         chain = [leaf]

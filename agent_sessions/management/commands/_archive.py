@@ -28,6 +28,7 @@ from agent_sessions.tokens import estimate_one_message_tokens
 from agent_sessions.types import text_content, tool_text, validate_message
 
 from ...exceptions import ArchiveError
+from ...storage import decode
 from ._base import session_exists
 
 FORMAT = "agent_sessions.session/1"
@@ -70,7 +71,7 @@ def _record(row: SessionRecord | None) -> dict | None:
 def _message(row: dict) -> dict:
     entry = {"id": row["message_id"], "parent_id": row["parent_id"], "role": row["role"]}
     try:
-        entry["message"] = json.loads(row["content"])
+        entry["message"] = decode.loads(row["content"])
     except ValueError:
         entry["content"] = row["content"]  # a foreign writer's non-JSON content, kept verbatim
     entry["created_at"] = _stamp(row["created_at"])
