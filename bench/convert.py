@@ -88,6 +88,7 @@ def workload(alias: str, database: str, n: int, rounds: int, peers: list) -> lis
     for peer in peers:
         if not peer.name.startswith("openai-agents"):
             continue  # stores text messages only; cannot hold the tool history
+        peer.reset()  # only this conversation, not the items earlier workloads stored
         peer.append_all(items)
         peer_reads.append((peer.name, median_of(peer.history, rounds), len(peer.history())))
     results = []

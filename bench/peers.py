@@ -39,6 +39,10 @@ class OpenAIAgentsSQLite:
     def recent(self, n: int) -> list:
         return self._run(self._session.get_items(limit=n))
 
+    def reset(self) -> None:
+        """Empty the session (workloads that read back need exactly their own items in it)."""
+        self._run(self._session.clear_session())
+
     def close(self) -> None:
         self._session.close()
         self._loop.close()
@@ -99,6 +103,9 @@ class LangchainPostgres:
 
     def recent(self, n: int) -> list | None:
         return None  # no windowed read in its API
+
+    def reset(self) -> None:
+        self._history.clear()
 
     def close(self) -> None:
         self._conn.close()
