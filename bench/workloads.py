@@ -203,13 +203,17 @@ class Raw:
         )
 
     def fork(self, source: str, target: str, leaf: str) -> int:
+        """The path copied by one ``INSERT … SELECT`` into the rows a fork must leave: each copy's JSON
+        carrying its new id (a copy still naming the old id inside ``content`` is a corrupt message),
+        its tool text and its origin (what the fork mapping reads). Ids are the cheapest there is,
+        ``'f' || id``, where ours mints random ones."""
         statement = (
             walks.path_cte(self.vendor)
-            + "INSERT INTO assistant_messages (id, session_id, parent_id, role, content, text_content, created_at,"
-            " tokens, depth, path_tokens) SELECT 'f' || m.id, %s, CASE WHEN m.parent_id IS NULL THEN NULL ELSE"
-            " 'f' || m.parent_id END, m.role, m.content, m.text_content, m.created_at, m.tokens, m.depth,"
-            " m.path_tokens FROM path JOIN assistant_messages m ON m.session_id = path.sid AND m.seq = path.seq"
-            " ORDER BY path.n DESC"
+            + "INSERT INTO assistant_messages (id, session_id, parent_id, role, content, text_content, tool_text,"
+            " created_at, tokens, depth, path_tokens, origin_id) SELECT 'f' || m.id, %s, CASE WHEN m.parent_id IS"
+            " NULL THEN NULL ELSE 'f' || m.parent_id END, m.role, '{\"id\":\"f' || substr(m.content, 8),"
+            " m.text_content, m.tool_text, m.created_at, m.tokens, m.depth, m.path_tokens, m.id FROM path"
+            " JOIN assistant_messages m ON m.session_id = path.sid AND m.seq = path.seq ORDER BY path.n DESC"
         )
         params = [source, leaf, walks.path_key_prefix(source), 10**9, target]
         if self.vendor == "postgresql":
@@ -421,6 +425,11 @@ def fork(alias: str, database: str, n: int, rounds: int) -> list[Result]:
     analyze(alias)
     leaf = f"m{n - 1}"
     ours = median_of(lambda: manager.fork(info.id, leaf, "fork"), rounds)
+    checked = _sid("fork-raw")
+    raw.fork(info.id, checked, leaf)
+    copies = raw.execute("SELECT id, content FROM assistant_messages WHERE session_id = %s", [checked]).fetchall()
+    assert len(copies) == n
+    assert all(json.loads(content)["id"] == mid for mid, content in copies)
     floor = median_of(lambda: raw.fork(info.id, _sid("fork-raw"), leaf), rounds)
     return [
         Result("5. fork", database, "ours", ours, rounds),
