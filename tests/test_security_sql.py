@@ -134,8 +134,8 @@ ALLOWED: dict[str, dict[str, str]] = {
         "quote(user_model._meta.db_table)": "a model's table name, quoted",
         "quote(user_model._meta.pk.column)": "a model's column name, quoted",
         "owner": "a model's column name, quoted",
-        "quote('prefix')": "code literal, quoted",
-        "quote('revoked')": "code literal, quoted",
+        "prefix": "a model's column name, quoted",
+        "revoked": "a model's column name, quoted",
     },
     "storage/visible_tokens.py": {
         "', '.join(['%s'] * len(ids))": "placeholders only",

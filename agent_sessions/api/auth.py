@@ -67,18 +67,19 @@ class _KeyLookup:
         self.key_names = [f.attname for f in key_fields]
         self.user_names = [f.attname for f in user_fields]
         columns = [*(f.get_col("k") for f in key_fields), *(f.get_col("u") for f in user_fields)]
-        #: (column, its converters) where a value needs converting (most need none)
+        #: (position, column, converters) of the values that need converting (most need none). The
+        #: converters are the backend's and the fields' own, as the ORM's compiler would apply them.
         self.converters = [
             (index, column, converters)
             for index, column in enumerate(columns)
             if (converters := connection.ops.get_db_converters(column) + column.get_db_converters(connection))
         ]
         select = ", ".join(f"{column.alias}.{quote(column.target.column)}" for column in columns)
-        owner = quote(ApiKey._meta.get_field("owner").column)
+        owner, prefix, revoked = (quote(ApiKey._meta.get_field(name).column) for name in ("owner", "prefix", "revoked"))
         self.sql = (
             f"SELECT {select} FROM {quote(ApiKey._meta.db_table)} k"
             f" INNER JOIN {quote(user_model._meta.db_table)} u ON u.{quote(user_model._meta.pk.column)} = k.{owner}"
-            f" WHERE k.{quote('prefix')} = %s AND k.{quote('revoked')} = %s"
+            f" WHERE k.{prefix} = %s AND k.{revoked} = %s"
         )
 
     def __call__(self, prefix: str) -> list[ApiKey]:
