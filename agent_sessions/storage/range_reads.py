@@ -58,8 +58,6 @@ _SQLITE_RANGE = (
     "WHERE m.session_id = %s AND m.seq <= {seq} ORDER BY m.seq DESC LIMIT {limit}"
 )
 _SQLITE = _SQLITE_RANGE.format(columns="{columns}", seq="%s", limit="%s")
-_SESSION_PARAMS = {"postgresql": 2, "sqlite": 1}
-"""How many times each vendor's range names the session."""
 
 Fetch = Callable[[str, list], list[tuple]]
 
@@ -133,9 +131,9 @@ def read_recent(
     with ``columns`` = ``bytes, *rest``, read as the newest rows up to the leaf (one range scan,
     ``min_recent`` + ``SLACK`` rows); None when they do not form the leaf's chain far enough."""
     leaf_params = latest_leaf_params(session_id) if leaf_id is None else [session_id, leaf_id]
-    template = _RANGE if vendor == "postgresql" else _SQLITE_RANGE
+    # Postgres names the session as a one-value range (twice), SQLite by equality (once).
+    template, named = (_RANGE, [session_id] * 2) if vendor == "postgresql" else (_SQLITE_RANGE, [session_id])
     sql = template.format(columns=columns, seq=_NEWEST_LEAF[leaf_id is None], limit="%s")
-    named = [session_id] * _SESSION_PARAMS.get(vendor, 1)
     rows = fetch(sql, [*params, *named, *leaf_params, min_recent + SLACK])
     if not rows or (leaf_id is not None and rows[0][0] != leaf_id):
         return None
