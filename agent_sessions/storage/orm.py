@@ -217,13 +217,13 @@ class DjangoSessionProvider:
         """Root→leaf messages as stored, without overlays (one query, the leaf lookup included)."""
         ranged = self._range_path(leaf_id, "m.content", [])
         if ranged is not None:
-            return [decode.loads(r[2]) for r in ranged]
+            return decode.loads_many([r[2] for r in ranged])
         cte, params = self._walk(leaf_id)
         rows = self._fetchall(
             cte + "SELECT m.content FROM path JOIN assistant_messages m ON " + PATH_ROW + " ORDER BY path.n DESC",
             params,
         )
-        return [decode.loads(r[0]) for r in rows]
+        return decode.loads_many([r[0] for r in rows])
 
     def get_history(self, leaf_id: str | None = None) -> list[dict]:
         """Root→leaf path of ``leaf_id`` (or the latest leaf) with overlays applied; ``[]`` if unknown.
@@ -242,7 +242,7 @@ class DjangoSessionProvider:
             )
         if not rows:
             return []
-        path = [decode.loads(r[2]) for r in rows]
+        path = decode.loads_many([r[2] for r in rows])
         return apply_overlays(path, self.get_compactions()) if rows[-1][3] is not None else path
 
     def get_path_length(self, leaf_id: str | None = None) -> int:
@@ -270,7 +270,7 @@ class DjangoSessionProvider:
             "SELECT content FROM assistant_messages WHERE session_id = %s AND parent_id = %s ORDER BY seq",
             [self.session_id, message_id],
         )
-        return [decode.loads(r[0]) for r in rows]
+        return decode.loads_many([r[0] for r in rows])
 
     def get_history_row_stats(self, leaf_id: str | None = None) -> list[HistoryRowStat]:
         """``(id, role, bytes)`` of each stored message on the path, root first, without content."""
@@ -308,7 +308,7 @@ class DjangoSessionProvider:
         kept = [r for r in rows if r[0] < min_recent or r[1] <= budget]
         # The walk only goes on past a kept row, so a dropped row means older ones exist.
         truncated = len(kept) < len(rows)
-        window = [decode.loads(r[2]) for r in reversed(kept)]
+        window = decode.loads_many([r[2] for r in reversed(kept)])
         total = int(kept[-1][1]) if kept else 0
         if window and rows[0][3] is not None:  # rows[0] is the leaf (n = 0): the session has overlays
             messages = apply_overlays(window, self.get_compactions(), window=True)
