@@ -323,7 +323,8 @@ def test_append_all_costs_a_few_queries_per_batch_not_per_message(manager, sid):
     batch = [msg(f"m{i}") for i in range(400)]
     with CaptureQueriesContext(connection) as ctx:
         manager.append_all(sid, batch)
-    assert len(ctx.captured_queries) <= 12
+    # SQLite adds five for indexing the batch after it (storage.sqlite.deferred_indexing).
+    assert len(ctx.captured_queries) <= 12 + (5 if connection.vendor == "sqlite" else 0)
     assert manager.get_session(sid).get_path_length() == 401
 
 

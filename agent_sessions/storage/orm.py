@@ -9,7 +9,7 @@ so appending costs the same at 10 or 10,000 messages.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sized
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -558,7 +558,7 @@ class DjangoSessionProvider:
                         ]  # fmt: skip
                     previous = mid
 
-            self._insert_param_rows(rows())
+            self._insert_param_rows(rows(), len(messages) - 1)
         last_parent, depth, path_tokens = totals[ids[-1]]
         return AppendOutcome(
             inserted=first.inserted or inserted, parent_id=last_parent, depth=depth, path_tokens=path_tokens
@@ -604,13 +604,13 @@ class DjangoSessionProvider:
         """Copy the root→``leaf_id`` path into ``target_session_id`` under fresh uuid4-hex ids, in one statement.
 
         Ids, parents, depths and running token totals are computed in SQL and the rows
-        copied with one ``INSERT … SELECT`` (which also fires the per-statement triggers
-        once).  Each copy's JSON gets its new id in place of the old one, leaving the rest
-        of the stored text as it was.  Returns ``[(original id, copy id)]`` root first, or
-        ``[]`` with nothing written when the leaf is unknown or a row on the path cannot
-        be copied this way (its JSON does not start with its id, or it has no token
-        count: rows from a foreign writer); :func:`agent_sessions.manager.fork.copy_path`
-        then copies in Python.
+        copied with one ``INSERT … SELECT`` (Postgres' per-statement triggers fire once;
+        SQLite indexes the copies after them, see ``deferred_indexing``).  Each copy's JSON
+        gets its new id in place of the old one, leaving the rest of the stored text as it was.
+        Returns ``[(original id, copy id)]`` root first, or ``[]`` with nothing written when
+        the leaf is unknown or a row on the path cannot be copied this way (its JSON does not
+        start with its id, or it has no token count: rows from a foreign writer);
+        :func:`agent_sessions.manager.fork.copy_path` then copies in Python.
         """
         backend = self.backend
         quote = backend.JSON_QUOTE_EXPR.format(col="m.id")
@@ -630,7 +630,7 @@ class DjangoSessionProvider:
             "WINDOW w AS (ORDER BY n DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) "
             "ORDER BY n DESC RETURNING depth, origin_id, id"
         )
-        with self.connection.cursor() as cursor:
+        with self.connection.cursor() as cursor, backend.deferred_indexing(cursor, target_session_id, None):
             cursor.execute(sql, [*self._path_params(leaf_id), target_session_id])
             rows = cursor.fetchall()
         rows.sort()
@@ -659,22 +659,26 @@ class DjangoSessionProvider:
         adapt = self.connection.ops.adapt_datetimefield_value
         now = timezone.now()
         self._insert_param_rows(
-            [
-                self.session_id,
-                *(
-                    adapt(row.get(c) or now) if c == "created_at" else row.get(c, _BULK_DEFAULTS.get(c))
-                    for c in self.bulk_columns
-                ),
-            ]
-            for row in rows
+            (
+                [
+                    self.session_id,
+                    *(
+                        adapt(row.get(c) or now) if c == "created_at" else row.get(c, _BULK_DEFAULTS.get(c))
+                        for c in self.bulk_columns
+                    ),
+                ]
+                for row in rows
+            ),
+            len(rows) if isinstance(rows, Sized) else None,
         )
 
-    def _insert_param_rows(self, param_rows: Iterable[list]) -> None:
-        """Insert rows given as values in ``("session_id", *bulk_columns)`` order; consumed as they come."""
+    def _insert_param_rows(self, param_rows: Iterable[list], count: int | None) -> None:
+        """Insert ``count`` rows (None: unknown) given as values in ``("session_id", *bulk_columns)`` order,
+        consumed as they come; on SQLite a large batch is indexed for search after it (one statement)."""
         columns = ("session_id", *self.bulk_columns)
         max_params = self.connection.features.max_query_params or 65_535
         per_statement = max(1, min(self.bulk_batch_size, max_params // len(columns)))
-        with self.connection.cursor() as cursor:
+        with self.connection.cursor() as cursor, self.backend.deferred_indexing(cursor, self.session_id, count):
             self.backend.insert_many(cursor, "assistant_messages", columns, param_rows, per_statement)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import select
 from collections.abc import Iterable
+from contextlib import AbstractContextManager, nullcontext
 
 from .. import conf
 from ..search import tsquery
@@ -162,6 +163,11 @@ def in_list(values: list[str]) -> tuple[str, object]:
 
 def reserve_write(cursor) -> None:
     """Nothing to do: Postgres writers wait on row and advisory locks by themselves."""
+
+
+def deferred_indexing(cursor, session_id: str, rows: int | None) -> AbstractContextManager[None]:
+    """Nothing to defer: the tsvector columns are generated and the count trigger runs once per statement."""
+    return nullcontext()
 
 
 # Substring terms are in scripts written without spaces (never ASCII), so only tool text

@@ -10,8 +10,11 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, nullcontext
 from itertools import islice
+
+from django.db import transaction
 
 from .. import triggers
 from ..search import fts5, plan
@@ -190,6 +193,17 @@ _NOW = "strftime('%Y-%m-%d %H:%M:%f', 'now')"
 # millisecond stamp that is a prefix of a microsecond one sorts first, as its truncation should.
 _LATER = f"max(updated_at, {_NOW})"
 
+
+def _count_inserted_trigger(when: str) -> str:
+    return (
+        f"CREATE TRIGGER IF NOT EXISTS agent_sessions_count_inserted_messages\n"
+        f"    AFTER INSERT ON assistant_messages {when}BEGIN\n"
+        f"        UPDATE assistant_sessions SET message_count = message_count + 1, updated_at = {_LATER}\n"
+        f"        WHERE id = NEW.session_id;\n"
+        f"    END"
+    )
+
+
 _TRIGGERS = [
     f"""CREATE TRIGGER IF NOT EXISTS agent_sessions_cascade_session_delete
     AFTER DELETE ON assistant_sessions WHEN OLD.id <> '' BEGIN
@@ -199,11 +213,7 @@ _TRIGGERS = [
         DELETE FROM cf_agents_context_blocks WHERE {_sqlite_suffix("label")};
         DELETE FROM cf_agents_search_entries WHERE {_sqlite_suffix("label")};
     END""",
-    f"""CREATE TRIGGER IF NOT EXISTS agent_sessions_count_inserted_messages
-    AFTER INSERT ON assistant_messages BEGIN
-        UPDATE assistant_sessions SET message_count = message_count + 1, updated_at = {_LATER}
-        WHERE id = NEW.session_id;
-    END""",
+    _count_inserted_trigger(""),
     f"""CREATE TRIGGER IF NOT EXISTS agent_sessions_count_deleted_messages
     AFTER DELETE ON assistant_messages BEGIN
         UPDATE assistant_sessions SET message_count = max(message_count - 1, 0), updated_at = {_LATER}
@@ -249,6 +259,18 @@ def count_trigger_sql(create: list[str] | None = None) -> list[str]:
     return [*(f"DROP TRIGGER IF EXISTS {name}" for name in COUNT_TRIGGERS), *create]
 
 
+def _indexed(columns: tuple[str, ...], values: dict, prefix: str) -> str:
+    """What an FTS index's triggers index for ``columns``: the column, or its ``values`` expression."""
+    return ", ".join(values.get(c, "{row}" + c).format(row=prefix) for c in columns)
+
+
+def _fts_insert_trigger(fts: str, table: str, columns: tuple[str, ...], values: dict, when: str = "") -> str:
+    return (
+        f"CREATE TRIGGER {fts}_ai AFTER INSERT ON {table} {when}BEGIN "
+        f"INSERT INTO {fts}(rowid, {', '.join(columns)}) VALUES (new.seq, {_indexed(columns, values, 'new.')}); END"
+    )
+
+
 def _fts_sql(
     fts: str, table: str, columns: tuple[str, ...], tokenize: str, *, content: str = "", values: dict | None = None
 ) -> list[str]:
@@ -262,7 +284,7 @@ def _fts_sql(
     cols = ", ".join(columns)
 
     def row(prefix: str) -> str:
-        return ", ".join(values.get(c, "{row}" + c).format(row=prefix) for c in columns)
+        return _indexed(columns, values, prefix)
 
     new, old = row("new."), row("old.")
     return [
@@ -270,8 +292,7 @@ def _fts_sql(
         f"DROP TABLE IF EXISTS {fts}",
         f"CREATE VIRTUAL TABLE {fts} USING fts5({cols}, content='{content or table}', content_rowid='seq', "
         f"tokenize='{tokenize}')",
-        f"CREATE TRIGGER {fts}_ai AFTER INSERT ON {table} BEGIN "
-        f"INSERT INTO {fts}(rowid, {cols}) VALUES (new.seq, {new}); END",
+        _fts_insert_trigger(fts, table, columns, values),
         f"CREATE TRIGGER {fts}_ad AFTER DELETE ON {table} BEGIN "
         f"INSERT INTO {fts}({fts}, rowid, {cols}) VALUES ('delete', old.seq, {old}); END",
         f"CREATE TRIGGER {fts}_au AFTER UPDATE OF {cols} ON {table} BEGIN "
@@ -334,3 +355,84 @@ def downgrade_keys(cursor, old_path_key_index: str) -> None:
 def server_closed(raw) -> bool:
     """SQLite has no server to lose."""
     return False
+
+
+# ── bulk writes index once, after the rows (migration 0017) ──────────────
+# FTS5 fed row by row from a trigger costs 20–80 µs a row (10,000 rows: 200–800 ms of an
+# append_all's 300–900 ms); the same rows indexed by one INSERT … SELECT after they are in
+# take 20–50 ms.  A bulk write names its session in this table for the length of its own
+# transaction: the insert triggers (both FTS indexes and the message count) skip that
+# session's rows, and the write then indexes and counts them in one statement each.  SQLite
+# has one writer at a time and the row is deleted before the commit, so no other connection
+# ever sees it: a foreign writer's rows are indexed by the triggers as before.
+DEFERRED_INDEX = "agent_sessions_deferred_index"
+_WHEN_NOT_DEFERRED = f"WHEN NOT EXISTS (SELECT 1 FROM {DEFERRED_INDEX} WHERE session_id = new.session_id) "
+DEFER_AT = 32
+"""Bulk writes of at least this many rows index after the rows (below it the extra statements cost more)."""
+
+
+def _message_indexes() -> list[tuple[str, tuple[str, ...], dict]]:
+    """``(fts table, columns, values)`` of the two message indexes as migration 0015 left them."""
+    m = plan.MESSAGES
+    columns = (m.text, m.extra)
+    return [(m.fts, columns, {}), (m.trigram, columns, {c: _NON_ASCII_ONLY.format(col=c) for c in columns})]
+
+
+def deferrable_insert_triggers_sql(*, deferrable: bool = True) -> list[str]:
+    """The message insert triggers (both FTS indexes, the count) with the skip for a deferred session, or
+    without it as migrations 0014/0015 left them (the reverse of migration 0017)."""
+    when = _WHEN_NOT_DEFERRED if deferrable else ""
+    table = plan.MESSAGES.table
+    statements = []
+    if deferrable:
+        statements.append(
+            f"CREATE TABLE IF NOT EXISTS {DEFERRED_INDEX} "
+            "(session_id TEXT PRIMARY KEY, after_seq INTEGER NOT NULL) WITHOUT ROWID"
+        )
+    for fts, columns, values in _message_indexes():
+        statements += [f"DROP TRIGGER IF EXISTS {fts}_ai", _fts_insert_trigger(fts, table, columns, values, when)]
+    statements += ["DROP TRIGGER IF EXISTS agent_sessions_count_inserted_messages", _count_inserted_trigger(when)]
+    if not deferrable:
+        statements.append(f"DROP TABLE IF EXISTS {DEFERRED_INDEX}")
+    return statements
+
+
+# The rows a deferred write added: its session's, past the largest seq when it began (seq is
+# AUTOINCREMENT, so every later row of the table lies above it).
+_AFTER_START = (
+    f"FROM {plan.MESSAGES.table} WHERE session_id = %s "
+    f"AND seq > (SELECT after_seq FROM {DEFERRED_INDEX} WHERE session_id = %s)"
+)
+_DEFERRED_FILL = [
+    *(
+        f"INSERT INTO {fts}(rowid, {', '.join(columns)}) SELECT seq, {_indexed(columns, values, '')} {_AFTER_START}"
+        for fts, columns, values in _message_indexes()
+    ),
+    f"UPDATE assistant_sessions SET message_count = message_count + (SELECT count(*) {_AFTER_START}), "
+    f"updated_at = {_LATER.replace('%', '%%')} WHERE id = %s AND EXISTS (SELECT 1 {_AFTER_START})",
+]
+
+
+@contextmanager
+def deferred_indexing(cursor, session_id: str, rows: int | None) -> Iterator[None]:
+    """Run a bulk insert of ``rows`` rows (None: unknown) into this session with its indexing after it.
+
+    The marker, the rows and the indexing share one transaction (a savepoint of its own when
+    the caller has none), so an error rolls the marker back with the rows and none outlives
+    its write.
+    """
+    if rows is not None and rows < DEFER_AT:
+        yield
+        return
+    with nullcontext() if cursor.db.in_atomic_block else transaction.atomic(using=cursor.db.alias):
+        cursor.execute(
+            f"INSERT INTO {DEFERRED_INDEX} (session_id, after_seq) "
+            f"SELECT %s, coalesce(max(seq), 0) FROM {plan.MESSAGES.table}",
+            [session_id],
+        )
+        yield
+        twice = [session_id, session_id]
+        for statement in _DEFERRED_FILL[:-1]:
+            cursor.execute(statement, twice)
+        cursor.execute(_DEFERRED_FILL[-1], [*twice, session_id, *twice])
+        cursor.execute(f"DELETE FROM {DEFERRED_INDEX} WHERE session_id = %s", [session_id])
