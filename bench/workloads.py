@@ -21,7 +21,7 @@ from agent_sessions.storage import appends, orm, walks
 from agent_sessions.tokens import estimate_one_message_tokens
 from agent_sessions.types import dump_message, text_content, tool_text
 
-from .harness import Result, binned, cpu_note, interleaved_medians, median_of, per_op_medians, timed
+from .harness import Result, binned, cpu_note, interleaved_medians, per_op_medians, timed
 
 WORDS = [f"w{i:04d}" for i in range(3000)] + ["deploy", "friday", "database", "weather", "kyoto", "invoice"]
 
@@ -278,34 +278,29 @@ def append_one_by_one(alias: str, database: str, n: int, peers: list) -> list[Re
 
 
 def append_all(alias: str, database: str, n: int, peers: list, rounds: int) -> list[Result]:
-    """Workload 2: one call storing n messages."""
+    """Workload 2: one call storing n messages; ours, raw SQL and each peer timed in turn within every
+    round (:func:`interleaved_medians`), so a slow spell of a shared machine hits all of them alike."""
     manager = SessionManager(using=alias)
     batch = [message(i) for i in range(n)]
-    results = [
-        Result(
-            "2. append_all",
-            database,
-            "ours",
-            median_of(lambda: manager.append_all(manager.create("bench").id, batch), rounds),
-            rounds,
-        )
-    ]
     raw = Raw(alias)
-    results.append(
-        Result(
-            "2. append_all",
-            database,
-            "raw SQL",
-            median_of(lambda: raw.append_all(_sid("all-raw"), batch), rounds),
-            rounds,
-        )
-    )
     items = [peer_item(i) for i in range(n)]
-    results.extend(
-        Result("2. append_all", database, peer.name, median_of(lambda peer=peer: peer.append_all(items), 1), 1)
-        for peer in peers
-    )
-    return results
+    fns: dict[str, Callable[[], Any]] = {
+        "ours": lambda: manager.append_all(manager.create("bench").id, batch),
+        "raw SQL": lambda: raw.append_all(_sid("all-raw"), batch),
+    }
+    for peer in peers:
+        fns[peer.name] = lambda peer=peer: peer.append_all(items)
+    return _interleaved_results("2. append_all", database, fns, rounds)
+
+
+def _interleaved_results(label: str, database: str, fns: dict[str, Callable[[], Any]], rounds: int) -> list[Result]:
+    """Results of :func:`interleaved_medians` over ``fns`` (``"ours"`` first), with CPU times and ratios."""
+    medians = interleaved_medians(fns, rounds)
+    ours_cpu = medians["ours"][1]
+    return [
+        Result(label, database, name, wall, rounds, cpu_note(cpu, None if name == "ours" else ours_cpu))
+        for name, (wall, cpu) in medians.items()
+    ]
 
 
 def history_reads(alias: str, database: str, n: int, peers: list, rounds: int) -> list[Result]:
@@ -337,15 +332,10 @@ def history_reads(alias: str, database: str, n: int, peers: list, rounds: int) -
         whole[peer.name] = peer.history
         if peer.recent(50) is not None:
             last[peer.name] = lambda peer=peer: peer.recent(50)
-    results = []
-    for label, fns in (("3a. history of the whole path", whole), ("3b. last 50 (get_recent_history)", last)):
-        medians = interleaved_medians(fns, rounds)
-        ours_cpu = medians["ours"][1]
-        results.extend(
-            Result(label, database, name, wall, rounds, cpu_note(cpu, None if name == "ours" else ours_cpu))
-            for name, (wall, cpu) in medians.items()
-        )
-    return results
+    return [
+        *_interleaved_results("3a. history of the whole path", database, whole, rounds),
+        *_interleaved_results("3b. last 50 (get_recent_history)", database, last, rounds),
+    ]
 
 
 DEPTHS = (10, 100, 1_000, 2_500, 5_000, 10_000)
@@ -424,14 +414,13 @@ def fork(alias: str, database: str, n: int, rounds: int) -> list[Result]:
     raw.append_all(info.id, [message(i) for i in range(n)])
     analyze(alias)
     leaf = f"m{n - 1}"
-    ours = median_of(lambda: manager.fork(info.id, leaf, "fork"), rounds)
     checked = _sid("fork-raw")
     raw.fork(info.id, checked, leaf)
     copies = raw.execute("SELECT id, content FROM assistant_messages WHERE session_id = %s", [checked]).fetchall()
     assert len(copies) == n
     assert all(json.loads(content)["id"] == mid for mid, content in copies)
-    floor = median_of(lambda: raw.fork(info.id, _sid("fork-raw"), leaf), rounds)
-    return [
-        Result("5. fork", database, "ours", ours, rounds),
-        Result("5. fork", database, "raw SQL", floor, rounds),
-    ]
+    fns: dict[str, Callable[[], Any]] = {
+        "ours": lambda: manager.fork(info.id, leaf, "fork"),
+        "raw SQL": lambda: raw.fork(info.id, _sid("fork-raw"), leaf),
+    }
+    return _interleaved_results("5. fork", database, fns, rounds)
