@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import json.encoder
 import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from json.encoder import encode_basestring
 from typing import Any
 
 from . import conf
@@ -92,9 +94,33 @@ class SessionInfo:
     updated_at: datetime | None
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+# One C encoder built once: ``json.dumps`` with any non-default argument builds a new encoder on
+# every call, two thirds of the time it takes to encode a short message (3.6 -> 1.2 us).  No
+# circular-reference table (it would keep entries after an error): a cycle ends in RecursionError.
+_MAKE_C_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)  # private: typeshed does not list it
+try:
+    _C_ENCODE: Any = _MAKE_C_ENCODER(None, _ENCODER.default, encode_basestring, None, ":", ",", False, False, False)
+except TypeError:  # pragma: no cover - an interpreter whose accelerator takes other arguments, or none
+    _C_ENCODE = None
+
+
+def compact_json(value: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)``, the same text.
+
+    Raises ``TypeError`` / ``ValueError`` for what JSON cannot hold (NaN, sets, cycles, deep nesting).
+    """
+    if _C_ENCODE is None:  # pragma: no cover
+        return _ENCODER.encode(value)
+    try:
+        return "".join(_C_ENCODE(value, 0))
+    except RecursionError:
+        raise ValueError("value nests too deeply for JSON") from None
+
+
 def dump_message(message: dict) -> str:
     """Serialise a message to its stored JSON (compact, UTF-8, NaN refused)."""
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return compact_json(message)
 
 
 def validate_message(message: Any) -> str:

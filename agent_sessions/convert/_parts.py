@@ -13,13 +13,12 @@ import json
 import mimetypes
 import uuid
 from collections.abc import Iterator
-from json import encoder as _json_encoder
 from json.encoder import encode_basestring
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from ..exceptions import InvalidMessage
-from ..types import RESULT_STATES, is_tool_part  # noqa: F401  (re-exported: converters use P.is_tool_part)
+from ..types import RESULT_STATES, compact_json, is_tool_part  # noqa: F401  (re-exported: converters use P.is_tool_part)
 
 #: Tool-part states a model API can carry: a call, a call with its result, a call with its error.
 SENT_TOOL_STATES = frozenset({"input-available", "output-available", "output-error"})
@@ -135,14 +134,6 @@ def join_steps(step_list: list[list[dict]]) -> list[dict]:
     return parts
 
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-# One C encoder built once: ``json.dumps`` builds a new one on every call, a third of a conversion's time.
-_MAKE_C_ENCODER: Any = getattr(_json_encoder, "c_make_encoder", None)  # private: typeshed does not list it
-try:
-    _C_ENCODE = _MAKE_C_ENCODER(None, _ENCODER.default, encode_basestring, None, ":", ",", False, False, False)
-except TypeError:  # pragma: no cover - an interpreter whose accelerator takes other arguments, or none
-    _C_ENCODE = None
-
 # orjson (the ``fast`` extra), when installed, encodes five times faster. Its text equals
 # ``json.dumps``'s except for NaN / infinities (written as ``null``, where json refuses them) and
 # floats below 1e-4 (``1e-7`` / ``0.00001`` for json's ``1e-07`` / ``1e-05``), so output holding
@@ -175,12 +166,7 @@ def dumps(value: Any) -> str:
         text = _orjson_text(value)
         if text is not None:
             return text
-    if _C_ENCODE is None:  # pragma: no cover
-        return _ENCODER.encode(value)
-    try:
-        return "".join(_C_ENCODE(value, 0))
-    except RecursionError:
-        raise ValueError("value nests too deeply for JSON") from None
+    return compact_json(value)
 
 
 def _orjson_text(value: Any) -> str | None:
