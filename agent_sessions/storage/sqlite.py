@@ -282,11 +282,7 @@ def _fts_sql(
     """
     values = values or {}
     cols = ", ".join(columns)
-
-    def row(prefix: str) -> str:
-        return _indexed(columns, values, prefix)
-
-    new, old = row("new."), row("old.")
+    new, old = _indexed(columns, values, "new."), _indexed(columns, values, "old.")
     return [
         *(f"DROP TRIGGER IF EXISTS {fts}_{suffix}" for suffix in ("ai", "ad", "au")),
         f"DROP TABLE IF EXISTS {fts}",
@@ -316,6 +312,14 @@ TRIGRAM_SOURCE = "assistant_messages_trigram_source"
 _NON_ASCII_ONLY = "CASE WHEN length(CAST({{row}}{col} AS BLOB)) = length({{row}}{col}) THEN '' ELSE {{row}}{col} END"
 
 
+def _trigram_values(*, ascii_text: bool) -> dict[str, str]:
+    """What the trigram index indexes in place of each message column it blanks when all-ASCII: the tool
+    text always (migration 0009), the text too unless ``ascii_text`` (migration 0015)."""
+    m = plan.MESSAGES
+    blanked = [m.extra] if ascii_text else [m.text, m.extra]
+    return {c: _NON_ASCII_ONLY.format(col=c) for c in blanked}
+
+
 def tool_text_index_sql(*, with_tool_text: bool = True, ascii_text: bool = True) -> list[str]:
     """The message FTS5 indexes over ``text_content`` and ``tool_text`` (or ``text_content`` alone, to undo
     migration 0009); ``ascii_text=False`` leaves all-ASCII text out of the trigram index (migration 0015)."""
@@ -327,9 +331,7 @@ def tool_text_index_sql(*, with_tool_text: bool = True, ascii_text: bool = True)
             f"DROP VIEW IF EXISTS {TRIGRAM_SOURCE}",
         ]
     columns = (m.text, m.extra)
-    blanked = {m.extra: _NON_ASCII_ONLY.format(col=m.extra)}
-    if not ascii_text:
-        blanked[m.text] = _NON_ASCII_ONLY.format(col=m.text)
+    blanked = _trigram_values(ascii_text=ascii_text)
     view_columns = ", ".join(f"{blanked.get(c, '{row}' + c).format(row='')} AS {c}" for c in columns)
     return [
         *_fts_sql(m.fts, m.table, columns, "porter unicode61"),
@@ -376,7 +378,7 @@ def _message_indexes() -> list[tuple[str, tuple[str, ...], dict]]:
     """``(fts table, columns, values)`` of the two message indexes as migration 0015 left them."""
     m = plan.MESSAGES
     columns = (m.text, m.extra)
-    return [(m.fts, columns, {}), (m.trigram, columns, {c: _NON_ASCII_ONLY.format(col=c) for c in columns})]
+    return [(m.fts, columns, {}), (m.trigram, columns, _trigram_values(ascii_text=False))]
 
 
 def deferrable_insert_triggers_sql(*, deferrable: bool = True) -> list[str]:
