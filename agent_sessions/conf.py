@@ -11,7 +11,7 @@ which made settings reads a quarter of a 10,000-message ``append_all``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.core.signals import setting_changed
@@ -140,6 +140,29 @@ def max_json_depth() -> int:
 
 def max_path_depth() -> int:
     return int(get("MAX_PATH_DEPTH"))
+
+
+class MessageLimits(NamedTuple):
+    """The limits a stored message is checked and indexed against, read together."""
+
+    message_bytes: int
+    parts: int
+    id_bytes: int
+    json_depth: int
+    indexed_text_bytes: int
+    tool_text_chars: int
+
+
+def message_limits() -> MessageLimits:
+    """Every message limit in one read: a bulk write takes them once, not seven times a message."""
+    return MessageLimits(
+        max_message_bytes(),
+        max_parts(),
+        max_id_bytes(),
+        max_json_depth(),
+        max_indexed_text_bytes(),
+        search_tool_text_chars(),
+    )
 
 
 # ── search ──────────────────────────────────────────────────────────────────

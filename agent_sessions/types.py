@@ -123,9 +123,13 @@ def dump_message(message: dict) -> str:
     return compact_json(message)
 
 
-def validate_message(message: Any) -> str:
-    """Check a UIMessage dict and return its stored JSON; raise InvalidMessage otherwise."""
-    message_id(message)
+def validate_message(message: Any, limits: conf.MessageLimits | None = None) -> str:
+    """Check a UIMessage dict and return its stored JSON; raise InvalidMessage otherwise.
+
+    ``limits``: :func:`conf.message_limits`, read once by a caller checking many messages.
+    """
+    limits = limits or conf.message_limits()
+    message_id(message, limits)
     if not isinstance(message.get("role"), str) or not message["role"]:
         raise InvalidMessage("message 'role' must be a non-empty string")
     if "\x00" in message["role"]:
@@ -133,9 +137,9 @@ def validate_message(message: Any) -> str:
     parts = message.get("parts")
     if not isinstance(parts, list):
         raise InvalidMessage("message 'parts' must be a list")
-    if len(parts) > conf.max_parts():
-        raise MessageTooLarge(f"message has {len(parts)} parts; the limit is {conf.max_parts()}")
-    limit = conf.max_json_depth()
+    if len(parts) > limits.parts:
+        raise MessageTooLarge(f"message has {len(parts)} parts; the limit is {limits.parts}")
+    limit = limits.json_depth
     try:
         stored = dump_message(message)
     except (TypeError, ValueError, RecursionError) as exc:
@@ -149,12 +153,18 @@ def validate_message(message: Any) -> str:
         encoded = stored.encode("utf-8")
     except UnicodeEncodeError:
         raise InvalidMessage("message contains invalid unicode (lone surrogates)") from None
-    if len(encoded) > conf.max_message_bytes():
-        raise MessageTooLarge(f"message is {len(encoded)} bytes; the limit is {conf.max_message_bytes()}")
+    if len(encoded) > limits.message_bytes:
+        raise MessageTooLarge(f"message is {len(encoded)} bytes; the limit is {limits.message_bytes}")
     return stored
 
 
-def message_id(message: Any) -> str:
+def stored_fields(message: Any, limits: conf.MessageLimits | None = None) -> tuple[str, str, str]:
+    """``message`` checked and turned into its stored columns: ``(content JSON, text_content, tool_text)``."""
+    limits = limits or conf.message_limits()
+    return validate_message(message, limits), text_content(message, limits), tool_text(message, limits)
+
+
+def message_id(message: Any, limits: conf.MessageLimits | None = None) -> str:
     """The id of a message-shaped ``message``, checked as :func:`validate_message` checks it."""
     if not isinstance(message, dict):
         raise InvalidMessage(f"message must be a dict, not {type(message).__name__}")
@@ -163,7 +173,7 @@ def message_id(message: Any) -> str:
         raise InvalidMessage("message 'id' must be a non-empty string")
     if "\x00" in msg_id:
         raise InvalidMessage("message 'id' must not contain NUL")
-    check_id_length(msg_id, "message 'id'")
+    check_id_length(msg_id, "message 'id'", None if limits is None else limits.id_bytes)
     return msg_id
 
 
@@ -193,14 +203,15 @@ def json_depth(value: Any, limit: int) -> int:
     return deepest
 
 
-def check_id_length(value: str, what: str) -> None:
-    """Refuse an id longer than ``AGENT_SESSIONS_MAX_ID_BYTES`` (UTF-8) before it reaches an index."""
+def check_id_length(value: str, what: str, limit: int | None = None) -> None:
+    """Refuse an id over ``limit`` UTF-8 bytes (``AGENT_SESSIONS_MAX_ID_BYTES``) before it reaches an index."""
     size = len(value.encode("utf-8", "surrogatepass"))
-    if size > conf.max_id_bytes():
-        raise MessageTooLarge(f"{what} is {size} bytes; the limit is {conf.max_id_bytes()}")
+    limit = conf.max_id_bytes() if limit is None else limit
+    if size > limit:
+        raise MessageTooLarge(f"{what} is {size} bytes; the limit is {limit}")
 
 
-def text_content(message: dict) -> str:
+def text_content(message: dict, limits: conf.MessageLimits | None = None) -> str:
     """The search text: ``text`` of the ``type == "text"`` parts, joined by newlines (see :func:`fit_index`)."""
     texts = [
         part["text"]
@@ -208,13 +219,13 @@ def text_content(message: dict) -> str:
         if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
     ]
     # Postgres TEXT cannot hold NUL; the JSON keeps it (escaped), the index drops it.
-    return fit_index("\n".join(texts).replace("\x00", " "))
+    return fit_index("\n".join(texts).replace("\x00", " "), None if limits is None else limits.indexed_text_bytes)
 
 
 _CHUNK = re.compile(r"\S+")
 
 
-def fit_index(text: str) -> str:
+def fit_index(text: str, budget: int | None = None) -> str:
     """``text`` cut where its distinct words would exceed ``AGENT_SESSIONS_MAX_INDEXED_TEXT_BYTES``.
 
     A Postgres tsvector holds at most 1 MB of distinct lexemes.  A whitespace-separated
@@ -222,7 +233,7 @@ def fit_index(text: str) -> str:
     also yields its parts), so counting each distinct chunk twice bounds the total from
     above.  The same cut applies on every database; the stored JSON is never cut.
     """
-    budget = conf.max_indexed_text_bytes()
+    budget = conf.max_indexed_text_bytes() if budget is None else budget
     if 2 * len(text.encode("utf-8", "surrogatepass")) <= budget:
         return text
     seen: set[str] = set()
@@ -241,7 +252,7 @@ def fit_index(text: str) -> str:
     return text
 
 
-def tool_text(message: dict) -> str:
+def tool_text(message: dict, limits: conf.MessageLimits | None = None) -> str:
     """Secondary search text: tool inputs, outputs and errors and reasoning, joined by newlines.
 
     Kept apart from :func:`text_content` (which foreign writers fill with the text parts
@@ -249,7 +260,7 @@ def tool_text(message: dict) -> str:
     leaves, not JSON syntax, so ``{"error": "TimeoutError upstream"}`` indexes as words.
     Bounded by ``AGENT_SESSIONS_SEARCH_TOOL_TEXT_CHARS``.
     """
-    budget = conf.search_tool_text_chars()
+    budget = conf.search_tool_text_chars() if limits is None else limits.tool_text_chars
     chunks: list[str] = []
     size = 0
     for value in _tool_values(message.get("parts") or []):

@@ -17,7 +17,7 @@ from django.test import override_settings
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from agent_sessions import InvalidMessage, Session
+from agent_sessions import InvalidMessage, Session, conf
 from agent_sessions.manager import SessionManager
 from agent_sessions.models import Message
 from agent_sessions.types import dump_message, validate_message
@@ -184,6 +184,49 @@ def test_limits_are_settings_with_sane_defaults(settings):
     validate_message({"id": "d", "role": "user", "parts": [nested(3, "dict")]})  # message, parts, 3 dicts
     with pytest.raises(InvalidMessage, match="deeper than 5"):
         validate_message({"id": "d", "role": "user", "parts": [nested(4, "dict")]})
+
+
+def test_append_all_reads_the_limits_once_and_applies_every_one(settings, monkeypatch):
+    # append_all reads all six limits once per batch (conf.message_limits) instead of seven
+    # settings reads a message; each still applies to every message of the batch, and a
+    # refusal anywhere leaves nothing written.
+    manager = SessionManager()
+    settings.AGENT_SESSIONS_MAX_ID_BYTES = 40  # session ids are 32
+    settings.AGENT_SESSIONS_MAX_INDEXED_TEXT_BYTES = 40
+    settings.AGENT_SESSIONS_SEARCH_TOOL_TEXT_CHARS = 10
+    reads = []
+    real = conf.message_limits
+    monkeypatch.setattr(conf, "message_limits", lambda: reads.append(1) or real())
+    word = "word{} "
+    chain = [
+        {
+            "id": f"m{i}",
+            "role": "user",
+            "parts": [
+                {"type": "text", "text": "".join(word.format(j) for j in range(20))},
+                {"type": "tool-x", "toolCallId": f"c{i}", "state": "output-error", "errorText": "E" * 50},
+            ],
+        }
+        for i in range(40)
+    ]
+    info = manager.create("limits")
+    manager.append_all(info.id, chain)
+    assert len(reads) == 2  # the batch's read, and the first message's own append
+    rows = Message.objects.filter(session_id=info.id).order_by("seq")
+    assert [len(r.tool_text) for r in rows] == [10] * 40
+    assert {r.text_content for r in rows} == {"word0 word1 word2 word3"}  # 5-byte words, counted twice: 40
+    limited = [
+        ("AGENT_SESSIONS_MAX_ID_BYTES", 40, {"id": "x" * 41, "role": "user", "parts": []}, "'id' is 41 bytes"),
+        ("AGENT_SESSIONS_MAX_PARTS", 2, {"id": "p", "role": "user", "parts": [1, 2, 3]}, "3 parts"),
+        ("AGENT_SESSIONS_MAX_JSON_DEPTH", 5, {"id": "d", "role": "user", "parts": [nested(4, "dict")]}, "deeper"),
+        ("AGENT_SESSIONS_MAX_MESSAGE_BYTES", 300, {"id": "b", "role": "user", "parts": ["x" * 300]}, "bytes"),
+    ]
+    for name, value, bad, error in limited:
+        with override_settings(**{name: value}):
+            target = manager.create(name)
+            with pytest.raises(InvalidMessage, match=error):
+                manager.append_all(target.id, [{"id": "ok", "role": "user", "parts": []}, bad])
+            assert Message.objects.filter(session_id=target.id).count() == 0
 
 
 def test_brackets_inside_strings_do_not_count_as_nesting():

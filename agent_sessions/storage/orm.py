@@ -32,9 +32,7 @@ from ..types import (
     StoredCompaction,
     check_id_length,
     message_id,
-    text_content,
-    tool_text,
-    validate_message,
+    stored_fields,
 )
 from . import backends, decode, range_reads, visible_tokens, walks
 from .walks import LATEST_LEAF, LATEST_LEAF_CONTENT, PATH_ROW, latest_leaf_params, path_cte, path_key_prefix, recent_cte
@@ -379,14 +377,13 @@ class DjangoSessionProvider:
 
     def append_message_stats(self, message: dict, parent_id=OMITTED) -> AppendOutcome:
         """Insert a message and report its parent, depth and running token total."""
-        stored = validate_message(message)
+        stored, text, tools = stored_fields(message)
         tokens = estimate_one_message_tokens(message)
         auto = parent_id is OMITTED
         parent = None if auto or parent_id is None else str(parent_id)
         connection = self.connection
         now = connection.ops.adapt_datetimefield_value(timezone.now())
-        values = [message["id"], self.session_id, message["role"], stored, text_content(message), tool_text(message)]
-        values += [now, tokens]
+        values = [message["id"], self.session_id, message["role"], stored, text, tools, now, tokens]
         with permanent_errors_as_invalid(), connection.cursor() as cursor:
             row = self.backend.locked_insert(cursor, self.session_id, values, parent, auto=auto)
         if row is None:
@@ -397,7 +394,7 @@ class DjangoSessionProvider:
 
     def update_message(self, message: dict) -> bool:
         """Replace a stored message's content (same id); re-indexes search. False if absent."""
-        stored = validate_message(message)
+        stored, text, tools = stored_fields(message)
         tokens = estimate_one_message_tokens(message)
         with permanent_errors_as_invalid(), transaction.atomic(using=self.using), self.connection.cursor() as cursor:
             # The subtree repair below updates many rows: serialise with the session's other
@@ -409,8 +406,8 @@ class DjangoSessionProvider:
                 [
                     message["role"],
                     stored,
-                    text_content(message),
-                    tool_text(message),
+                    text,
+                    tools,
                     tokens,
                     self.session_id,
                     message["id"],
@@ -527,7 +524,8 @@ class DjangoSessionProvider:
         """
         if not messages:
             return AppendOutcome(inserted=False)
-        ids = [message_id(m) for m in messages]  # before the lock: all or nothing
+        limits = conf.message_limits()  # once: a settings read costs as much as a message's id check
+        ids = [message_id(m, limits) for m in messages]  # before the lock: all or nothing
         inserted = False
         with permanent_errors_as_invalid(), transaction.atomic(using=self.using):
             with self.connection.cursor() as cursor:
@@ -545,7 +543,7 @@ class DjangoSessionProvider:
                 for message in messages[1:]:
                     mid = message["id"]
                     if mid not in totals:
-                        content = validate_message(message)
+                        content, text, tools = stored_fields(message, limits)
                         _, depth, path_tokens = totals[previous]
                         tokens = estimate_one_message_tokens(message)
                         depth = None if depth is None else depth + 1
@@ -553,8 +551,8 @@ class DjangoSessionProvider:
                         totals[mid] = (previous, depth, path_tokens)
                         inserted = True
                         yield [
-                            self.session_id, mid, previous, message["role"], content, text_content(message),
-                            tool_text(message), now, tokens, depth, path_tokens, None,
+                            self.session_id, mid, previous, message["role"], content, text, tools, now, tokens,
+                            depth, path_tokens, None,
                         ]  # fmt: skip
                     previous = mid
 

@@ -20,12 +20,13 @@ from django.db import models
 from django.db.models.functions import Right
 from django.utils.dateparse import parse_datetime
 
+from agent_sessions import conf
 from agent_sessions.manager import rows as session_rows
 from agent_sessions.manager.rows import RECORD_FIELDS
 from agent_sessions.models import Compaction, ContextBlockRecord, Message, SearchEntry, SessionRecord
 from agent_sessions.storage.orm import DjangoSessionProvider
 from agent_sessions.tokens import estimate_one_message_tokens
-from agent_sessions.types import text_content, tool_text, validate_message
+from agent_sessions.types import stored_fields
 
 from ...exceptions import ArchiveError
 from ...storage import decode
@@ -195,16 +196,16 @@ def _owner(username: str | None, using: str) -> Any:
 def _message_rows(entries: list) -> Iterator[dict]:
     """Rows for ``insert_rows``, in file order, with tokens, depth and running totals derived."""
     rows: dict[str, dict] = {}
+    limits = conf.message_limits()
     for entry in entries:
         if not isinstance(entry, dict):
             raise ArchiveError("each message must be an object")
         if "message" in entry:
             message = entry["message"]
-            content = validate_message(message)
+            content, text, extra = stored_fields(message, limits)
             if message["id"] != entry.get("id"):
                 raise ArchiveError(f"message id {entry.get('id')!r} does not match its content")
-            text, tokens = text_content(message), estimate_one_message_tokens(message)
-            extra = tool_text(message)
+            tokens = estimate_one_message_tokens(message)
         else:
             stored = entry.get("content")
             if not isinstance(stored, str) or not isinstance(entry.get("id"), str):
