@@ -160,7 +160,7 @@ def test_fork_in_sql_mints_uuid4_ids_and_rewrites_only_the_id(manager):
         forked = manager.fork(s, odd[-1], "Fork")
     inserts = [q["sql"] for q in ctx.captured_queries if "INSERT INTO assistant_messages" in q["sql"]]
     assert len(inserts) == 1
-    assert "SELECT new_id" in inserts[0]  # the SQL copy, not the Python fallback
+    assert "SELECT c.new_id" in inserts[0]  # the SQL copy, not the Python fallback
     mapping = manager.fork_mapping(forked.id)
     assert list(mapping) == odd
     for copy_id in mapping.values():
@@ -186,7 +186,7 @@ def test_fork_of_foreign_rows_copies_in_python(manager):
     with CaptureQueriesContext(connection) as ctx:
         forked = manager.fork(s, "b", "Fork")
     inserts = [q["sql"] for q in ctx.captured_queries if "INSERT INTO assistant_messages" in q["sql"]]
-    assert "SELECT new_id" in inserts[0]  # the SQL copy was tried, wrote nothing, and the Python copy did
+    assert "SELECT c.new_id" in inserts[0]  # the SQL copy was tried, wrote nothing, and the Python copy did
     mapping = manager.fork_mapping(forked.id)
     history = manager.get_history(forked.id)
     assert [m["id"] for m in history] == [mapping["a"], mapping["b"]]
@@ -194,3 +194,28 @@ def test_fork_of_foreign_rows_copies_in_python(manager):
     rows = _stored(forked.id)
     assert [r[3] for r in rows] == [1, 2]
     assert all(r[4] is not None and r[5] is not None for r in rows)
+
+
+def test_fork_below_a_deleted_message_restarts_depth_and_totals_past_32_bits(manager):
+    """The copy's root is the first row the walk reaches: a message whose parent was deleted
+    (children kept) becomes a root of depth 1, and the running totals start there, in 64 bits."""
+    s = manager.create("Orphans").id
+    manager.append_all(s, [msg("a"), msg("b", "assistant"), msg("c"), msg("d", "assistant")])
+    Message.objects.filter(session_id=s, message_id="a").delete()
+    Message.objects.filter(session_id=s, message_id__in=["c", "d"]).update(tokens=2_000_000_000)
+    with CaptureQueriesContext(connection) as ctx:
+        forked = manager.fork(s, "d", "Fork")
+    assert any("SELECT c.new_id" in q["sql"] for q in ctx.captured_queries)  # the SQL copy
+    b_tokens = Message.objects.get(session_id=s, message_id="b").tokens
+    copies = list(
+        Message.objects.filter(session_id=forked.id)
+        .order_by("seq")
+        .values_list("origin_id", "parent_id", "depth", "path_tokens", "message_id")
+    )
+    assert [(c[0], c[2], c[3]) for c in copies] == [
+        ("b", 1, b_tokens),
+        ("c", 2, b_tokens + 2_000_000_000),
+        ("d", 3, b_tokens + 4_000_000_000),
+    ]
+    assert [c[1] for c in copies] == [None, copies[0][4], copies[1][4]]
+    assert texts(manager.get_history(forked.id)) == ["b text", "c text", "d text"]

@@ -35,7 +35,16 @@ from ..types import (
     stored_fields,
 )
 from . import backends, decode, range_reads, visible_tokens, walks
-from .walks import LATEST_LEAF, LATEST_LEAF_CONTENT, PATH_ROW, latest_leaf_params, path_cte, path_key_prefix, recent_cte
+from .walks import (
+    LATEST_LEAF,
+    LATEST_LEAF_CONTENT,
+    PATH_ROW,
+    copy_cte,
+    latest_leaf_params,
+    path_cte,
+    path_key_prefix,
+    recent_cte,
+)
 
 OMITTED = object()
 """Sentinel: the caller left ``parent_id`` out (auto-parent to the latest leaf)."""
@@ -601,8 +610,9 @@ class DjangoSessionProvider:
     def copy_path_to(self, target_session_id: str, leaf_id: str) -> list[tuple[str, str]]:
         """Copy the root→``leaf_id`` path into ``target_session_id`` under fresh uuid4-hex ids, in one statement.
 
-        Ids, parents, depths and running token totals are computed in SQL and the rows
-        copied with one ``INSERT … SELECT`` (Postgres' per-statement triggers fire once;
+        Ids, parents, depths and running token totals come out of the walk
+        (:func:`~agent_sessions.storage.walks.copy_cte`, no window over the rows) and the rows
+        are copied with one ``INSERT … SELECT`` (Postgres' per-statement triggers fire once;
         SQLite indexes the copies after them, see ``deferred_indexing``).  Each copy's JSON
         gets its new id in place of the old one, leaving the rest of the stored text as it was.
         Returns ``[(original id, copy id)]`` root first, or ``[]`` with nothing written when
@@ -612,21 +622,22 @@ class DjangoSessionProvider:
         """
         backend = self.backend
         quote = backend.JSON_QUOTE_EXPR.format(col="m.id")
-        new_id = backend.NEW_ID_EXPR.format(h="src.h")
+        shape = backend.NEW_ID_EXPR.format
         sql = (
-            path_cte(self.connection.vendor) + ", src AS MATERIALIZED ("
-            "SELECT m.id, m.role, m.content, m.text_content, m.tool_text, m.created_at, m.tokens, path.n, "
-            f"{backend.RANDOM_HEX_EXPR} AS h, '{{\"id\":' || {quote} AS old_prefix "
+            copy_cte(self.connection.vendor, backend.RANDOM_HEX_EXPR) + ", src AS MATERIALIZED ("
+            "SELECT m.id, m.role, m.content, m.text_content, m.tool_text, m.created_at, m.tokens, path.n, path.acc, "
+            f"{shape(h='path.h')} AS new_id, {shape(h='path.parent_h')} AS parent_new, "
+            f"'{{\"id\":' || {quote} AS old_prefix "
             "FROM path JOIN assistant_messages m ON " + PATH_ROW + "), "
-            f"copies AS (SELECT {new_id} AS new_id, src.* FROM src) "
+            # The copy's root: the row farthest from the leaf, and the total from the leaf up to it.
+            "root AS (SELECT src.n, src.acc FROM src ORDER BY src.n DESC LIMIT 1) "
             f"INSERT INTO assistant_messages ({_COPY_COLUMNS}) "
-            "SELECT new_id, %s, lag(new_id) OVER w, role, "
-            "'{\"id\":\"' || new_id || '\"' || substr(content, length(old_prefix) + 1), "
-            "text_content, tool_text, created_at, tokens, row_number() OVER w, sum(tokens) OVER w, id "
-            "FROM copies WHERE NOT EXISTS (SELECT 1 FROM src bad WHERE bad.tokens IS NULL "
+            "SELECT c.new_id, %s, CASE WHEN c.n = root.n THEN NULL ELSE c.parent_new END, c.role, "
+            "'{\"id\":\"' || c.new_id || '\"' || substr(c.content, length(c.old_prefix) + 1), "
+            "c.text_content, c.tool_text, c.created_at, c.tokens, root.n - c.n + 1, root.acc - c.acc + c.tokens, c.id "
+            "FROM src c CROSS JOIN root WHERE NOT EXISTS (SELECT 1 FROM src bad WHERE bad.tokens IS NULL "
             "OR substr(bad.content, 1, length(bad.old_prefix)) <> bad.old_prefix) "
-            "WINDOW w AS (ORDER BY n DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) "
-            "ORDER BY n DESC RETURNING depth, origin_id, id"
+            "ORDER BY c.n DESC RETURNING depth, origin_id, id"
         )
         with self.connection.cursor() as cursor, backend.deferred_indexing(cursor, target_session_id, None):
             cursor.execute(sql, [*self._path_params(leaf_id), target_session_id])

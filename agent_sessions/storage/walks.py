@@ -82,7 +82,8 @@ def path_key_prefix(session_id: str) -> str:
 _STEP = {
     "sqlite": "FROM path JOIN assistant_messages m ON " + PATH_KEY.format(t="m.") + " = %s || path.parent_id",
     "postgresql": (
-        "FROM path CROSS JOIN LATERAL (SELECT s.seq, s.session_id, s.parent_id, s.content FROM assistant_messages s"
+        "FROM path CROSS JOIN LATERAL (SELECT s.seq, s.session_id, s.parent_id, s.content, s.tokens"
+        " FROM assistant_messages s"
         " WHERE " + PATH_KEY.format(t="s.") + " = %s || path.parent_id LIMIT 1) m"
     ),
 }
@@ -107,6 +108,22 @@ _RECENT_TEMPLATE = (
     ") "
 )
 
+# A copy's walk (a fork): besides the keys, each row's token total from the leaf up to it
+# (``acc``, bigint on Postgres) and two random values, its own (``h``) and its parent's
+# (``parent_h``, which the next step takes as its ``h``).  The copies' parents, depths and
+# running totals then follow from one row each, with no window over the path: SQLite's
+# ``lag() OVER`` sort cost a quarter of a 10k-message fork.  ``{{random}}``: the vendor's
+# random hex (one value per row).
+_COPY_TEMPLATE = (
+    "WITH RECURSIVE path(seq, sid, parent_id, n, acc, h, parent_h) AS ("
+    "  SELECT seq, session_id, parent_id, 0, CAST(tokens AS BIGINT), {{random}}, {{random}} FROM assistant_messages"
+    "  WHERE session_id = %s AND id = {leaf}"
+    "  UNION ALL"
+    "  SELECT m.seq, m.session_id, m.parent_id, path.n + 1, path.acc + m.tokens, path.parent_h, {{random}} {step}"
+    "  WHERE path.n < %s"
+    ") "
+)
+
 # The same walks may start from the latest leaf, found inside the same query
 # (one round trip instead of two); parameters: latest_leaf_params() in place of the leaf id.
 _LATEST_ID = "(SELECT latest.id FROM (" + LATEST_LEAF + ") latest)"
@@ -122,12 +139,19 @@ def _walks(template: str) -> dict[tuple[str, bool], str]:
 
 _PATH_CTES = _walks(_PATH_TEMPLATE)
 _RECENT_CTES = _walks(_RECENT_TEMPLATE)
+_COPY_CTES = _walks(_COPY_TEMPLATE)
 
 
 def path_cte(vendor: str, *, latest: bool = False) -> str:
     """The root-ward walk CTE ``path(seq, sid, parent_id, n)``; parameters: session id, leaf id
     (or :func:`latest_leaf_params` when ``latest``), :func:`path_key_prefix`, depth limit."""
     return _PATH_CTES[vendor, latest]
+
+
+def copy_cte(vendor: str, random_hex: str) -> str:
+    """The root-ward walk CTE ``path(seq, sid, parent_id, n, acc, h, parent_h)`` of a copy (see
+    ``_COPY_TEMPLATE``); parameters as :func:`path_cte`'s."""
+    return _COPY_CTES[vendor, False].format(random=random_hex)
 
 
 def recent_cte(vendor: str, *, latest: bool = False) -> str:
