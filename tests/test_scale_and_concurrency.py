@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
 from agent_sessions import Session
 from agent_sessions.models import Message
@@ -172,3 +172,38 @@ def test_per_session_reads_stay_on_the_primary_key_when_a_few_sessions_fill_the_
         "m2998",
         "m2999",
     ]
+
+
+@pytest.mark.django_db
+def test_the_orphan_guard_of_an_append_probes_children_by_index_in_a_session_the_statistics_never_saw(session):
+    """An append refuses an id that stored rows name as their parent, by probing
+    ``(session_id, parent_id)``.  Given the session id as a constant, Postgres estimated a
+    session absent from its statistics (new since the last ANALYZE, in a table one big
+    session fills) at one row for every index alike and took the primary key, reading the
+    whole session on every append; through the one-row subquery it costs the probe by the
+    sessions' average share and takes the children index."""
+    from agent_sessions.storage import appends
+
+    bulk_chain(f"{session.session_id}-big", 3_000)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE assistant_messages" if connection.vendor == "postgresql" else "ANALYZE")
+    bulk_chain(session.session_id, 500)  # after the statistics were taken
+    values = ["next", session.session_id, "user", '{"id":"next"}', "", "", "2026-12-02 00:00:00+00:00", 1]
+    sql = appends.statement(None, auto=True)
+    params = appends.params(values, session.session_id, None, auto=True)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            with transaction.atomic():  # EXPLAIN ANALYZE inserts the row: undo it
+                cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + sql, params)
+                plan = "\n".join(r[0] for r in cursor.fetchall())
+                transaction.set_rollback(True)
+            guard = plan[plan.index("Anti Join") :]
+            assert "assistant_msg_sess_parent on assistant_messages o" in guard, plan
+            assert "Rows Removed by Filter" not in guard.split("->  Limit")[0], plan
+        else:
+            cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
+            plan = "\n".join(str(r[3]) for r in cursor.fetchall())
+            assert "SEARCH o USING COVERING INDEX assistant_msg_sess_parent" in plan, plan
+    assert session.append_message(msg("after")) is True
+    assert session.get_message("after") is not None
+    assert len(session.get_history()) == 501

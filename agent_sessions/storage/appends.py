@@ -17,16 +17,23 @@ NO_PARENT = "SELECT m.id, m.depth, m.path_tokens FROM assistant_messages m WHERE
 # SQLite parse ``INSERT … SELECT … ON CONFLICT``) refuses an id that stored rows still
 # name as their parent: a deleted message whose children stayed.  Stored again, it would
 # adopt them, and under one of them it would close a cycle that every walk would follow
-# to the depth limit.  Parameters, in order: the row's values (id, session_id, role,
-# content, text_content, tool_text, created_at, tokens), tokens twice more (the path
-# total), the parent subquery's, then the session id and the id (:func:`params`).
+# to the depth limit.  The id and the session come in through the one-row subquery ``incoming``,
+# whose LIMIT keeps Postgres from folding them into constants: the children probe then
+# costs what the session's average share of the table says, and goes through
+# ``(session_id, parent_id)``.  With the constants, a session that the statistics have not
+# seen (new since the last ANALYZE, in a table a few big sessions fill) looked like one row
+# to every index alike, and the probe took the primary key, reading the whole session
+# (0.38 ms of an append at 3,000 messages, growing with it).  Parameters, in order
+# (:func:`params`): role, content, text_content, tool_text, created_at, tokens, tokens
+# twice more (the path total), the id and the session id, then the parent subquery's.
 INSERT = (
     f"INSERT INTO assistant_messages ({COLUMNS}) "
-    "SELECT %s, %s, p.id, %s, %s, %s, %s, %s, %s, "
+    "SELECT incoming.id, incoming.session_id, p.id, %s, %s, %s, %s, %s, %s, "
     "CASE WHEN p.id IS NULL THEN 1 ELSE p.depth + 1 END, "
     "CASE WHEN p.id IS NULL THEN %s ELSE p.path_tokens + %s END "
-    "FROM (SELECT 1 AS one) AS one LEFT JOIN ({parent}) AS p ON 1 = 1 "
-    "WHERE NOT EXISTS (SELECT 1 FROM assistant_messages o WHERE o.session_id = %s AND o.parent_id = %s) "
+    "FROM (SELECT %s AS id, %s AS session_id LIMIT 1) AS incoming LEFT JOIN ({parent}) AS p ON 1 = 1 "
+    "WHERE NOT EXISTS (SELECT 1 FROM assistant_messages o WHERE o.session_id = incoming.session_id "
+    "AND o.parent_id = incoming.id) "
     "ON CONFLICT (session_id, id) DO NOTHING "
     "RETURNING seq, parent_id, depth, path_tokens"
 )
@@ -40,10 +47,11 @@ def statement(parent: str | None, *, auto: bool) -> str:
 
 
 def params(row: list, session_id: str, parent: str | None, *, auto: bool) -> list:
-    """The parameters of :func:`statement`: ``row`` is the eight values, then the path totals and the parent's."""
+    """The parameters of :func:`statement`: ``row`` is the eight values (id, session_id, role, content,
+    text_content, tool_text, created_at, tokens), then the path totals, the key and the parent's."""
     tokens = row[7]
     if auto:
         tail = latest_leaf_params(session_id)
     else:
         tail = [] if parent is None else [session_id, parent]
-    return [*row, tokens, tokens, *tail, session_id, row[0]]
+    return [*row[2:8], tokens, tokens, row[0], row[1], *tail]
