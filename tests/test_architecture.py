@@ -34,6 +34,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "storage.range_reads",
             "storage.bare_reads",
             "storage.appends",
+            "storage.postgres_append",
         ],
     ),
     ("orm", ["models", "querysets", "migrations"]),

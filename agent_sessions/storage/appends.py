@@ -1,7 +1,8 @@
 """The append's SQL: one ``INSERT … SELECT`` that picks the parent, depth and running token total.
 
-Both vendors send the same statement (storage/sqlite.py alone, storage/postgres.py behind
-the session's advisory lock), and the benchmark's raw-SQL floor reuses it.
+Both vendors run the same statement (storage/sqlite.py sends it; on Postgres the function
+of storage/postgres_append.py runs it after taking the session's advisory lock), and the
+benchmark's raw-SQL floor reuses it.
 """
 
 from __future__ import annotations

@@ -7,13 +7,15 @@ database laid out by the seed and one migrated here are the same shape.
 from __future__ import annotations
 
 import select
+import weakref
 from collections.abc import Iterable
 from contextlib import AbstractContextManager, nullcontext
+from typing import Any
 
 from .. import conf
 from ..search import tsquery
 from ..search.run import Searcher
-from . import appends, bare_reads
+from . import appends, bare_reads, postgres_append
 
 vendor = "postgresql"
 
@@ -103,20 +105,38 @@ def lock_key(session_id: str) -> str:
 
 
 def locked_insert(cursor, session_id: str, values: list, parent: str | None, *, auto: bool) -> tuple | None:
-    """Run the append's ``INSERT … RETURNING`` (storage/appends.py) under the session's advisory lock, in one trip.
+    """Run the append (storage/appends.py) under the session's advisory lock, in one round trip.
 
-    Both statements go in one simple-protocol query (Django's client-side-binding
-    cursor sends it as is): Postgres runs them in one implicit transaction, so the
-    lock is held until that commits, and the INSERT takes its snapshot after the
-    lock was granted, so it sees every earlier append.  Inside an atomic block they
-    simply join the caller's transaction.  ``values``: the row's eight values
-    (see :func:`appends.params`).  None: the id already existed.
+    Normally one call of the ``agent_sessions_append`` function (storage/postgres_append.py:
+    it keeps the plans).  A database without it (migration 0018 not applied yet, as while a
+    deploy runs new code before ``migrate``) gets the lock and the statement as one
+    simple-protocol query instead.  In autocommit either is one transaction, so the lock is
+    held until it commits; inside an atomic block they join the caller's transaction.
+    ``values``: the row's eight values (see :func:`appends.params`).  None: the id already existed.
     """
-    statement = appends.statement(parent, auto=auto)
-    params = appends.params(values, session_id, parent, auto=auto)
-    cursor.execute(_LOCK + "; " + statement, [lock_key(session_id), *params])
-    cursor.nextset()
+    key = lock_key(session_id)
+    if _has_append_function(cursor):
+        cursor.execute(postgres_append.CALL, postgres_append.call_params(key, values, parent, auto=auto))
+    else:
+        statement = _LOCK + "; " + appends.statement(parent, auto=auto)
+        cursor.execute(statement, [key, *appends.params(values, session_id, parent, auto=auto)])
+        cursor.nextset()
     return cursor.fetchone()
+
+
+# Whether the database of a driver connection has the append function, asked once per connection.
+_APPEND_FUNCTION: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+
+
+def _has_append_function(cursor) -> bool:
+    """Asked on the driver's connection, so query logs and counts see only the append itself."""
+    raw = cursor.db.connection
+    known = _APPEND_FUNCTION.get(raw)
+    if known is None:
+        with cursor.db.wrap_database_errors:
+            row = raw.execute("SELECT to_regprocedure(%s) IS NOT NULL", [postgres_append.SIGNATURE]).fetchone()
+        known = _APPEND_FUNCTION[raw] = bool(row[0])
+    return known
 
 
 def _compile(cursor, query, target, filters):

@@ -1,0 +1,133 @@
+"""Postgres: the append as a PL/pgSQL function, ``agent_sessions_append`` (migration 0018).
+
+A statement sent by a client is parsed and planned on every append; planning alone was
+0.26 ms of a 1.1 ms append, more than the insert's execution.  A function keeps its
+statements' plans per connection.  Client-side prepared statements would too, but Django's
+cursors do not prepare (they break behind transaction-mode poolers), and the lock and the
+insert could not be one of them; one function call is one round trip, one implicit
+transaction in autocommit, and works behind any pooler.  The function takes the session's
+advisory lock, then runs :data:`appends.INSERT`, which takes its snapshot after the lock
+was granted (each statement of a volatile function takes a new one), so it sees every
+earlier append.
+
+The body is generated here from :mod:`~agent_sessions.storage.appends`; a test holds the
+installed function equal to it, so a change of the append's SQL needs a migration that
+calls :func:`install_sql` again.
+"""
+
+from __future__ import annotations
+
+from . import appends
+
+NAME = "agent_sessions_append"
+
+# (name, type) of the function's arguments, in the order :func:`call_params` gives them.
+_ARGS = (
+    ("p_lock_key", "text"),
+    ("p_id", "text"),
+    ("p_session_id", "text"),
+    ("p_role", "text"),
+    ("p_content", "text"),
+    ("p_text", "text"),
+    ("p_tool", "text"),
+    ("p_created_at", "timestamptz"),
+    ("p_tokens", "integer"),
+    ("p_parent", "text"),
+    ("p_auto", "boolean"),
+)
+_ROW = [name for name, _ in _ARGS[1:9]]  # the eight row values appends.params() takes
+SIGNATURE = f"{NAME}({', '.join(kind for _, kind in _ARGS)})"
+CALL = f"SELECT seq, parent_id, depth, path_tokens FROM {NAME}({', '.join(['%s'] * len(_ARGS))})"
+
+
+def _insert(parent: str | None, *, auto: bool, dynamic: bool) -> str:
+    """The append's statement as the function runs it: a static ``RETURN QUERY`` (its plan kept)
+    naming the arguments where :func:`appends.params` puts them, or a dynamic one (planned at
+    each call, as a statement sent by a client is) with ``$n`` placeholders and a ``USING`` list."""
+    names = appends.params(_ROW, "p_session_id", parent, auto=auto)
+    pieces = appends.statement(parent, auto=auto).split("%s")
+    assert len(pieces) == len(names) + 1, "appends.params() and appends.statement() disagree"
+    if not dynamic:
+        return "RETURN QUERY " + "".join(p + n for p, n in zip(pieces, names, strict=False)) + pieces[-1]
+    sql = "".join(f"{p}${n}" for n, p in enumerate(pieces[:-1], start=1)) + pieces[-1]
+    return f"RETURN QUERY EXECUTE $sql${sql}$sql$ USING {', '.join(names)}"
+
+
+def _branches(*, dynamic: bool) -> str:
+    return (
+        "    IF p_auto THEN\n"
+        f"      {_insert(None, auto=True, dynamic=dynamic)};\n"
+        "    ELSIF p_parent IS NULL THEN\n"
+        f"      {_insert(None, auto=False, dynamic=dynamic)};\n"
+        "    ELSE\n"
+        f"      {_insert('p_parent', auto=False, dynamic=dynamic)};\n"
+        "    END IF;\n"
+    )
+
+
+# A kept plan is built once per connection from what the planner knows then, and kept until
+# ANALYZE or DDL invalidates it.  Built while the table is tiny, every index looks alike (each
+# estimate is one row) and the children probes took the primary key, reading the whole
+# session: an append went from 0.8 ms at the start of 2,000 to 2.7 ms at the end.  So plans
+# are kept only once the planner can tell the indexes apart: ANALYZE counted at least
+# ``KEEP_PLANS_FROM_ROWS`` rows, or, never analysed, the table holds ``KEEP_PLANS_FROM_BYTES``
+# (the planner then estimates from its size).  Until then each call plans its statement with
+# the values, as a client's statement is planned.
+KEEP_PLANS_FROM_ROWS = 1000
+KEEP_PLANS_FROM_BYTES = 1024 * 1024
+_KEEP_PLANS = (
+    f"(SELECT CASE WHEN c.reltuples >= 0 THEN c.reltuples >= {KEEP_PLANS_FROM_ROWS} "
+    f"ELSE pg_catalog.pg_relation_size(c.oid) >= {KEEP_PLANS_FROM_BYTES} END "
+    "FROM pg_catalog.pg_class c WHERE c.oid = 'assistant_messages'::regclass)"
+)
+
+
+def body() -> str:
+    """The function's PL/pgSQL source (what ``pg_proc.prosrc`` holds once installed)."""
+    return (
+        "\n#variable_conflict use_column\n"
+        "BEGIN\n"
+        "  PERFORM pg_advisory_xact_lock(hashtextextended(p_lock_key, 0));\n"
+        f"  IF {_KEEP_PLANS} THEN\n"
+        + _branches(dynamic=False)
+        + "  ELSE\n"
+        + _branches(dynamic=True)
+        + "  END IF;\nEND\n"
+    )
+
+
+# How the function plans.  Its kept plans are generic (the same for every session): left to
+# choose, Postgres went on planning each call whenever a generic estimate looked dearer than
+# the value-specific ones, as after ANALYZE in a table one session fills (1.14 ms an append
+# against 0.80 ms with the generic plan).  A generic plan cannot know how large the session
+# is, and estimated it at eight rows in a table of 1,500 live rows and 40-75 MB of dead ones:
+# it found the newest rows by a bitmap scan of the whole session and a sort, and then, with
+# sorts priced out, through the children index and an incremental sort (2,028 rows read for
+# 8, buffers 71 -> 537).  Every statement here has index paths that stay O(1) per append at
+# any size (the primary key in order, the children index, the unique key), so sequential and
+# bitmap scans and both kinds of sort are priced out (not forbidden: the sort of the newest
+# eight rows still runs).  Pricing out adds a huge constant to a plan's cost, which had
+# Postgres compile every append with JIT (170 ms each): JIT is off here.
+PLANNER_SETTINGS = (
+    "SET plan_cache_mode = force_generic_plan SET jit = off SET enable_seqscan = off "
+    "SET enable_bitmapscan = off SET enable_sort = off SET enable_incremental_sort = off"
+)
+
+
+def install_sql() -> list[str]:
+    """Create (or replace) the function."""
+    args = ", ".join(f"{name} {kind}" for name, kind in _ARGS)
+    return [
+        f"CREATE OR REPLACE FUNCTION {NAME}({args}) "
+        "RETURNS TABLE (seq bigint, parent_id text, depth integer, path_tokens bigint) "
+        f"LANGUAGE plpgsql VOLATILE {PLANNER_SETTINGS} "
+        f"AS $agent_sessions_append${body()}$agent_sessions_append$"
+    ]
+
+
+UNINSTALL = [f"DROP FUNCTION IF EXISTS {SIGNATURE}"]
+
+
+def call_params(lock_key: str, values: list, parent: str | None, *, auto: bool) -> list:
+    """The arguments of :data:`CALL`: the lock key, the row's eight values (see :func:`appends.params`), the parent."""
+    return [lock_key, *values, parent, auto]

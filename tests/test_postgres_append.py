@@ -1,0 +1,154 @@
+"""Postgres: an append is one call of ``agent_sessions_append`` (storage/postgres_append.py).
+
+The function plans each call while the table is small and keeps generic plans once the
+planner can tell the indexes apart; both ways must store the same rows, and the kept plans
+must stay on the indexes (one probe per append whatever the session's length).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from django.db import connection
+
+from agent_sessions import InvalidMessage, Session
+from agent_sessions.models import Message
+from agent_sessions.storage import postgres_append
+from agent_sessions.storage.orm import DjangoSessionProvider
+from agent_sessions.storage.postgres import lock_key
+from tests.conftest import msg
+from tests.support.build import bulk_chain
+
+pytestmark = [pytest.mark.postgres_only, pytest.mark.django_db]
+
+
+def _analyze(rows_elsewhere: int, session_id: str) -> None:
+    """Let ANALYZE see the table with ``rows_elsewhere`` rows of another session (and the rest)."""
+    if rows_elsewhere:
+        bulk_chain(f"{session_id}-elsewhere", rows_elsewhere)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE assistant_messages")
+
+
+def _keeps_plans() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT " + postgres_append._KEEP_PLANS)
+        return bool(cursor.fetchone()[0])
+
+
+def test_the_installed_function_is_the_one_the_code_generates():
+    # A change to storage/appends.py needs a migration that installs the function again.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT prosrc FROM pg_proc WHERE proname = %s", [postgres_append.NAME])
+        assert [r[0] for r in cursor.fetchall()] == [postgres_append.body()]
+
+
+@pytest.mark.parametrize("rows_elsewhere", [0, 1_500], ids=["planned per call", "kept plans"])
+def test_both_ways_store_the_same_tree(session_id, rows_elsewhere):
+    _analyze(rows_elsewhere, session_id)
+    assert _keeps_plans() is bool(rows_elsewhere)
+    session = Session.create().for_session(session_id)
+    for _ in range(2):  # the second time through, any kept plan is reused
+        session.clear_messages()
+        assert session.append_message(msg("a")) is True
+        assert session.append_message(msg("b", "assistant")) is True  # auto: under a
+        assert session.append_message(msg("c"), "a") is True  # explicit parent: a branch
+        assert session.append_message(msg("r"), None) is True  # a second root
+        assert session.append_message(msg("b", "assistant")) is False  # a duplicate writes nothing
+        rows = Message.objects.filter(session_id=session_id).order_by("seq")
+        tree = [(m.message_id, m.parent_id, m.depth, m.path_tokens - m.tokens) for m in rows]
+        b_tokens = rows[0].tokens
+        assert tree == [("a", None, 1, 0), ("b", "a", 2, b_tokens), ("c", "a", 2, b_tokens), ("r", None, 1, 0)]
+        assert session.append_message(msg("d")) is True  # the latest leaf is the newest childless: r
+        assert Message.objects.get(session_id=session_id, message_id="d").parent_id == "r"
+    # A deleted message whose children stayed cannot come back (it would adopt them).
+    Message.objects.filter(session_id=session_id, message_id="r").delete()
+    with pytest.raises(InvalidMessage):
+        session.append_message(msg("r"))
+
+
+def _buffers_of_an_append(session_id: str, mid: str) -> int:
+    values = [mid, session_id, "user", f'{{"id":"{mid}"}}', "", "", "2026-12-02 00:00:00+00:00", 1]
+    params = postgres_append.call_params(lock_key(session_id), values, None, auto=True)
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + postgres_append.CALL, params)
+        plan = "\n".join(r[0] for r in cursor.fetchall())
+    return int(plan.split("shared hit=")[1].split()[0].rstrip(","))
+
+
+@contextmanager
+def _nested_plans() -> Iterator[list[str]]:
+    """The plans of the statements the function runs, as auto_explain reports them (as notices)."""
+    plans: list[str] = []
+    raw = connection.connection
+
+    def handler(notice) -> None:
+        plans.append(notice.message_primary or "")
+
+    raw.add_notice_handler(handler)
+    with connection.cursor() as cursor:
+        cursor.execute("LOAD 'auto_explain'")
+        for setting in ("log_min_duration = 0", "log_nested_statements = on", "log_analyze = on", "log_level = notice"):
+            cursor.execute(f"SET LOCAL auto_explain.{setting}")
+    try:
+        yield plans
+    finally:
+        raw.remove_notice_handler(handler)
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL auto_explain.log_min_duration = -1")
+
+
+def test_kept_plans_stay_on_the_indexes_as_the_session_grows(session_id):
+    """Plans kept from a table the planner knows (1,500 rows of another session) probe by index:
+    the append reads as many buffers at 2,000 messages as at 20, also when most of the heap is
+    dead rows (a generic plan then took a bitmap scan of the whole session and a sort)."""
+    with connection.cursor() as cursor:  # 40 MB of heap, all of it dead
+        cursor.execute(
+            "INSERT INTO assistant_messages (id, session_id, role, content, text_content) "
+            "SELECT 'g' || i, %s, 'user', repeat('x', 300), '' FROM generate_series(1, 100000) i",
+            [f"{session_id}-gone"],
+        )
+        cursor.execute("DELETE FROM assistant_messages WHERE session_id = %s", [f"{session_id}-gone"])
+    _analyze(1_500, session_id)
+    assert _keeps_plans()
+    session = Session.create().for_session(session_id)
+    for i in range(20):
+        session.append_message(msg(f"m{i}"))
+    for i in range(5):  # plans built and kept
+        _buffers_of_an_append(session_id, f"warm{i}")
+    # The least of three: a call that plans again (after an autovacuum ANALYZE, say) also
+    # counts the catalog pages its planning reads.
+    short = min(_buffers_of_an_append(session_id, f"at-20-{i}") for i in range(3))
+    provider = DjangoSessionProvider(session_id)  # the session grows past what was planned for
+    provider.append_messages_bulk([msg(f"later{i}") for i in range(2_000)])
+    with _nested_plans() as plans:
+        long = min(_buffers_of_an_append(session_id, f"at-2000-{i}") for i in range(3))
+    assert long <= short + 10, (short, long)
+    inserts = [plan for plan in plans if "Insert on assistant_messages" in plan]
+    assert len(inserts) == 3
+    # Pricing scans out inflates plan costs: without jit = off each append was compiled (170 ms).
+    assert not any("JIT:" in plan or "Bitmap" in plan for plan in inserts), inserts[0]
+    assert Message.objects.get(session_id=session_id, message_id="at-2000-0").parent_id == "later1999"
+
+
+def test_a_database_without_the_function_still_appends(session_id):
+    """New code may run before ``migrate`` has installed the function (a deploy): the lock and
+    the statement then go as one query, as they did before migration 0018."""
+    from agent_sessions.storage import postgres
+
+    raw = connection.connection
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(postgres_append.UNINSTALL[0])  # rolled back with the test
+        postgres._APPEND_FUNCTION.pop(raw, None)
+        session = Session.create().for_session(session_id)
+        assert session.append_message(msg("a")) is True
+        assert session.append_message(msg("b")) is True
+        assert session.append_message(msg("a")) is False
+        assert postgres._APPEND_FUNCTION[raw] is False
+        rows = Message.objects.filter(session_id=session_id).order_by("seq")
+        assert [(m.message_id, m.parent_id, m.depth) for m in rows] == [("a", None, 1), ("b", "a", 2)]
+    finally:
+        postgres._APPEND_FUNCTION.pop(raw, None)  # asked again on the next append
