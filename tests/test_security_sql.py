@@ -143,8 +143,8 @@ ALLOWED: dict[str, dict[str, str]] = {
     },
     "storage/appends.py": {
         "COLUMNS": "module constant: the column list",
-        "LATEST_LEAF": "module constant (storage.walks)",
-        "NO_PARENT if parent is None else EXPLICIT_PARENT": "one of two module-constant subqueries",
+        "chosen": "one of three module-constant parent subqueries (LATEST_LEAF, NO_PARENT, EXPLICIT_PARENT)",
+        "_CHILDREN[partitioned]": "one of two module-constant children probes",
     },
     "storage/orm.py": {
         "size": "BYTES_EXPR of the backend formatted with a code literal column",

@@ -24,35 +24,44 @@ NO_PARENT = "SELECT m.id, m.depth, m.path_tokens FROM assistant_messages m WHERE
 # ``(session_id, parent_id)``.  With the constants, a session that the statistics have not
 # seen (new since the last ANALYZE, in a table a few big sessions fill) looked like one row
 # to every index alike, and the probe took the primary key, reading the whole session
-# (0.38 ms of an append at 3,000 messages, growing with it).  Parameters, in order
-# (:func:`params`): role, content, text_content, tool_text, created_at, tokens, tokens
-# twice more (the path total), the id and the session id, then the parent subquery's.
+# (0.38 ms of an append at 3,000 messages, growing with it).  A hash-partitioned table is
+# the other way round: only constants let the planner prune to the session's partition, and
+# without them it probed the partitions by full index scans; there the probe names them.
 INSERT = (
     f"INSERT INTO assistant_messages ({COLUMNS}) "
     "SELECT incoming.id, incoming.session_id, p.id, %s, %s, %s, %s, %s, %s, "
     "CASE WHEN p.id IS NULL THEN 1 ELSE p.depth + 1 END, "
     "CASE WHEN p.id IS NULL THEN %s ELSE p.path_tokens + %s END "
     "FROM (SELECT %s AS id, %s AS session_id LIMIT 1) AS incoming LEFT JOIN ({parent}) AS p ON 1 = 1 "
-    "WHERE NOT EXISTS (SELECT 1 FROM assistant_messages o WHERE o.session_id = incoming.session_id "
-    "AND o.parent_id = incoming.id) "
+    "WHERE NOT EXISTS (SELECT 1 FROM assistant_messages o WHERE {children}) "
     "ON CONFLICT (session_id, id) DO NOTHING "
     "RETURNING seq, parent_id, depth, path_tokens"
 )
+_CHILDREN = {
+    False: "o.session_id = incoming.session_id AND o.parent_id = incoming.id",
+    True: "o.session_id = %s AND o.parent_id = %s",
+}
 
 
-def statement(parent: str | None, *, auto: bool) -> str:
-    """:data:`INSERT` with the parent subquery for ``auto`` (latest leaf), ``parent=None`` (root) or an id."""
+def statement(parent: str | None, *, auto: bool, partitioned: bool = False) -> str:
+    """:data:`INSERT` with the parent subquery for ``auto`` (latest leaf), ``parent=None`` (root) or an id,
+    and the children probe for a plain or a ``partitioned`` table."""
     if auto:
-        return INSERT.format(parent=LATEST_LEAF)
-    return INSERT.format(parent=NO_PARENT if parent is None else EXPLICIT_PARENT)
+        chosen = LATEST_LEAF
+    else:
+        chosen = NO_PARENT if parent is None else EXPLICIT_PARENT
+    return INSERT.format(parent=chosen, children=_CHILDREN[partitioned])
 
 
-def params(row: list, session_id: str, parent: str | None, *, auto: bool) -> list:
-    """The parameters of :func:`statement`: ``row`` is the eight values (id, session_id, role, content,
-    text_content, tool_text, created_at, tokens), then the path totals, the key and the parent's."""
+def params(row: list, session_id: str, parent: str | None, *, auto: bool, partitioned: bool = False) -> list:
+    """The parameters of :func:`statement`, in order: of ``row``'s eight values (id, session_id,
+    role, content, text_content, tool_text, created_at, tokens) role to tokens, tokens twice
+    more (the path total), the id and the session id, the parent subquery's, and on a
+    ``partitioned`` table the session id and the id again (the children probe)."""
     tokens = row[7]
     if auto:
         tail = latest_leaf_params(session_id)
     else:
         tail = [] if parent is None else [session_id, parent]
-    return [*row[2:8], tokens, tokens, row[0], row[1], *tail]
+    probe = [session_id, row[0]] if partitioned else []
+    return [*row[2:8], tokens, tokens, row[0], row[1], *tail, *probe]

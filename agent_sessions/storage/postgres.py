@@ -6,6 +6,7 @@ database laid out by the seed and one migrated here are the same shape.
 
 from __future__ import annotations
 
+import enum
 import select
 import weakref
 from collections.abc import Iterable
@@ -109,34 +110,54 @@ def locked_insert(cursor, session_id: str, values: list, parent: str | None, *, 
 
     Normally one call of the ``agent_sessions_append`` function (storage/postgres_append.py:
     it keeps the plans).  A database without it (migration 0018 not applied yet, as while a
-    deploy runs new code before ``migrate``) gets the lock and the statement as one
+    deploy runs new code before ``migrate``) and a hash-partitioned table (planned per call,
+    with the probe that prunes partitions) get the lock and the statement as one
     simple-protocol query instead.  In autocommit either is one transaction, so the lock is
     held until it commits; inside an atomic block they join the caller's transaction.
     ``values``: the row's eight values (see :func:`appends.params`).  None: the id already existed.
     """
     key = lock_key(session_id)
-    if _has_append_function(cursor):
+    mode = _append_mode(cursor)
+    if mode is _AppendMode.FUNCTION:
         cursor.execute(postgres_append.CALL, postgres_append.call_params(key, values, parent, auto=auto))
     else:
-        statement = _LOCK + "; " + appends.statement(parent, auto=auto)
-        cursor.execute(statement, [key, *appends.params(values, session_id, parent, auto=auto)])
+        partitioned = mode is _AppendMode.PARTITIONED
+        statement = _LOCK + "; " + appends.statement(parent, auto=auto, partitioned=partitioned)
+        cursor.execute(
+            statement, [key, *appends.params(values, session_id, parent, auto=auto, partitioned=partitioned)]
+        )
         cursor.nextset()
     return cursor.fetchone()
 
 
-# Whether the database of a driver connection has the append function, asked once per connection.
-_APPEND_FUNCTION: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+class _AppendMode(enum.Enum):
+    FUNCTION = "the append function"
+    STATEMENT = "the statement, from the client (no function yet)"
+    PARTITIONED = "the statement for a partitioned table, from the client"
 
 
-def _has_append_function(cursor) -> bool:
+# How a driver connection's database takes appends, asked once per connection (a table
+# partitioned meanwhile, or the function installed, is seen by the next connection).
+_APPEND_MODE: weakref.WeakKeyDictionary[Any, _AppendMode] = weakref.WeakKeyDictionary()
+_MODE_SQL = (
+    "SELECT to_regprocedure(%s) IS NOT NULL, "
+    "(SELECT c.relkind = 'p' FROM pg_catalog.pg_class c WHERE c.oid = 'assistant_messages'::regclass)"
+)
+
+
+def _append_mode(cursor) -> _AppendMode:
     """Asked on the driver's connection, so query logs and counts see only the append itself."""
     raw = cursor.db.connection
-    known = _APPEND_FUNCTION.get(raw)
-    if known is None:
+    mode = _APPEND_MODE.get(raw)
+    if mode is None:
         with cursor.db.wrap_database_errors:
-            row = raw.execute("SELECT to_regprocedure(%s) IS NOT NULL", [postgres_append.SIGNATURE]).fetchone()
-        known = _APPEND_FUNCTION[raw] = bool(row[0])
-    return known
+            has_function, partitioned = raw.execute(_MODE_SQL, [postgres_append.SIGNATURE]).fetchone()
+        if partitioned:
+            mode = _AppendMode.PARTITIONED
+        else:
+            mode = _AppendMode.FUNCTION if has_function else _AppendMode.STATEMENT
+        _APPEND_MODE[raw] = mode
+    return mode
 
 
 def _compile(cursor, query, target, filters):

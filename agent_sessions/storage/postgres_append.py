@@ -72,11 +72,13 @@ def _branches(*, dynamic: bool) -> str:
 # are kept only once the planner can tell the indexes apart: ANALYZE counted at least
 # ``KEEP_PLANS_FROM_ROWS`` rows, or, never analysed, the table holds ``KEEP_PLANS_FROM_BYTES``
 # (the planner then estimates from its size).  Until then each call plans its statement with
-# the values, as a client's statement is planned.
+# the values, as a client's statement is planned.  A hash-partitioned table (manage.py
+# partition_tables) is always planned per call: a generic plan cannot prune partitions by a
+# session it does not know, and with small partitions it probed each one by a full index scan.
 KEEP_PLANS_FROM_ROWS = 1000
 KEEP_PLANS_FROM_BYTES = 1024 * 1024
 _KEEP_PLANS = (
-    f"(SELECT CASE WHEN c.reltuples >= 0 THEN c.reltuples >= {KEEP_PLANS_FROM_ROWS} "
+    f"(SELECT c.relkind = 'r' AND CASE WHEN c.reltuples >= 0 THEN c.reltuples >= {KEEP_PLANS_FROM_ROWS} "
     f"ELSE pg_catalog.pg_relation_size(c.oid) >= {KEEP_PLANS_FROM_BYTES} END "
     "FROM pg_catalog.pg_class c WHERE c.oid = 'assistant_messages'::regclass)"
 )
