@@ -15,7 +15,7 @@ from django.db import connection
 
 from agent_sessions import InvalidMessage, Session
 from agent_sessions.models import Message
-from agent_sessions.storage import appends, postgres_append
+from agent_sessions.storage import postgres_append
 from agent_sessions.storage.orm import DjangoSessionProvider
 from agent_sessions.storage.postgres import lock_key
 from tests.conftest import msg
@@ -38,10 +38,11 @@ def _partitioned() -> bool:
         return cursor.fetchone()[0] == "p"
 
 
-def _keeps_plans() -> bool:
+def _mode() -> str:
+    """How the function plans on this table now: kept, planned (per call) or partitioned (per call)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT " + postgres_append._KEEP_PLANS)
-        return bool(cursor.fetchone()[0])
+        cursor.execute("SELECT " + postgres_append.MODE)
+        return cursor.fetchone()[0]
 
 
 def test_the_installed_function_is_the_one_the_code_generates():
@@ -54,7 +55,8 @@ def test_the_installed_function_is_the_one_the_code_generates():
 @pytest.mark.parametrize("rows_elsewhere", [0, 1_500], ids=["planned per call", "kept plans"])
 def test_both_ways_store_the_same_tree(session_id, rows_elsewhere):
     _analyze(rows_elsewhere, session_id)
-    assert _keeps_plans() is (bool(rows_elsewhere) and not _partitioned())  # partitions: always per call
+    expected = "partitioned" if _partitioned() else ("kept" if rows_elsewhere else "planned")
+    assert _mode() == expected  # a partitioned table is always planned per call
     session = Session.create().for_session(session_id)
     for _ in range(2):  # the second time through, any kept plan is reused
         session.clear_messages()
@@ -76,16 +78,11 @@ def test_both_ways_store_the_same_tree(session_id, rows_elsewhere):
 
 
 def _buffers_of_an_append(session_id: str, mid: str) -> int:
-    """Buffers an auto-parented append reads, sent as the library sends it on this table."""
+    """Buffers an auto-parented append reads, the function's statements included."""
     values = [mid, session_id, "user", f'{{"id":"{mid}"}}', "", "", "2026-12-02 00:00:00+00:00", 1]
-    if _partitioned():  # the statement from the client, with the probe that prunes partitions
-        sql = appends.statement(None, auto=True, partitioned=True)
-        params = appends.params(values, session_id, None, auto=True, partitioned=True)
-    else:
-        sql = postgres_append.CALL
-        params = postgres_append.call_params(lock_key(session_id), values, None, auto=True)
+    params = postgres_append.call_params(lock_key(session_id), values, None, auto=True)
     with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + sql, params)
+        cursor.execute("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + postgres_append.CALL, params)
         plan = "\n".join(r[0] for r in cursor.fetchall())
     return int(plan.split("shared hit=")[1].split()[0].rstrip(","))
 
@@ -116,7 +113,7 @@ def test_kept_plans_stay_on_the_indexes_as_the_session_grows(session_id):
     """Plans kept from a table the planner knows (1,500 rows of another session) probe by index:
     the append reads as many buffers at 2,000 messages as at 20, also when most of the heap is
     dead rows (a generic plan then took a bitmap scan of the whole session and a sort).  On a
-    partitioned table the client sends the statement (planned each call)."""
+    partitioned table the function plans each call, with the same settings."""
     with connection.cursor() as cursor:  # 40 MB of heap, all of it dead
         cursor.execute(
             "INSERT INTO assistant_messages (id, session_id, role, content, text_content) "
@@ -125,7 +122,7 @@ def test_kept_plans_stay_on_the_indexes_as_the_session_grows(session_id):
         )
         cursor.execute("DELETE FROM assistant_messages WHERE session_id = %s", [f"{session_id}-gone"])
     _analyze(1_500, session_id)
-    assert _keeps_plans() is not _partitioned()
+    assert _mode() == ("partitioned" if _partitioned() else "kept")
     session = Session.create().for_session(session_id)
     for i in range(20):
         session.append_message(msg(f"m{i}"))
@@ -138,16 +135,15 @@ def test_kept_plans_stay_on_the_indexes_as_the_session_grows(session_id):
     provider.append_messages_bulk([msg(f"later{i}") for i in range(2_000)])
     with _nested_plans() as plans:
         long = min(_buffers_of_an_append(session_id, f"at-2000-{i}") for i in range(3))
-    if not _partitioned():
-        assert long <= short * 1.1 + 10, (short, long)  # reading the session would add hundreds
-    # A partitioned table is planned per call from the client, as before migration 0018, and there
-    # the newest-rows probe still reads the whole session in this state (50 -> 154 buffers:
-    # a bitmap scan and a sort, from an estimate of 7 rows); left open, see the issue's notes.
+    # Reading the session would add hundreds.  On a partitioned table, planned per call from the
+    # client with the planner's defaults, the newest rows were found by a bitmap scan and a sort
+    # of the whole session (50 -> 154 buffers).
+    assert long <= short * 1.1 + 10, (short, long)
     inserts = [plan for plan in plans if "Insert on assistant_messages" in plan]
     assert len(inserts) == 3
     # Pricing scans out inflates plan costs: without jit = off each append was compiled (170 ms).
     assert not any("JIT:" in plan for plan in inserts), inserts[0]
-    assert _partitioned() or not any("Bitmap" in plan for plan in inserts), inserts[0]
+    assert not any("Bitmap" in plan for plan in inserts), inserts[0]
     assert Message.objects.get(session_id=session_id, message_id="at-2000-0").parent_id == "later1999"
 
 

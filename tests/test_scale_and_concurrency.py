@@ -51,9 +51,7 @@ def test_append_cost_is_constant_in_history_length(session_id, django_assert_max
         # savepoint, one INSERT … SELECT (on Postgres: the function that locks and runs it), release:
         # never a history read.
         assert all("WITH RECURSIVE" not in q["sql"] for q in ctx.captured_queries)
-        with connection.cursor() as cursor:
-            function = connection.vendor == "postgresql" and not _partitioned(cursor)
-        append = "agent_sessions_append(" if function else "INSERT INTO assistant_messages"
+        append = "agent_sessions_append(" if connection.vendor == "postgresql" else "INSERT INTO assistant_messages"
         assert sum(append in q["sql"] for q in ctx.captured_queries) == 1
     assert counts[0] == counts[1] <= 4
     assert large.get_path_length() == 5_001

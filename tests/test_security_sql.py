@@ -190,6 +190,7 @@ ALLOWED: dict[str, dict[str, str]] = {
         "', '.join(['%s'] * len(_ARGS))": "'%s, %s, …' only",
         "KEEP_PLANS_FROM_ROWS": "module constant: an int",
         "KEEP_PLANS_FROM_BYTES": "module constant: an int",
+        "MODE": "module constant: the plan-mode expression",
         "SIGNATURE": "module constant: the name and the argument types",
         "args": "module-constant argument names and types",
         "body()": "PL/pgSQL generated from appends.statement() (module constants) and code literals",

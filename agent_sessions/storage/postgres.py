@@ -110,10 +110,10 @@ def locked_insert(cursor, session_id: str, values: list, parent: str | None, *, 
 
     Normally one call of the ``agent_sessions_append`` function (storage/postgres_append.py:
     it keeps the plans).  A database without it (migration 0018 not applied yet, as while a
-    deploy runs new code before ``migrate``) and a hash-partitioned table (planned per call,
-    with the probe that prunes partitions) get the lock and the statement as one
-    simple-protocol query instead.  In autocommit either is one transaction, so the lock is
-    held until it commits; inside an atomic block they join the caller's transaction.
+    deploy runs new code before ``migrate``) gets the lock and the statement as one
+    simple-protocol query instead (on a hash-partitioned table, with the probe that prunes).
+    In autocommit either is one transaction, so the lock is held until it commits; inside an
+    atomic block they join the caller's transaction.
     ``values``: the row's eight values (see :func:`appends.params`).  None: the id already existed.
     """
     key = lock_key(session_id)
@@ -133,11 +133,12 @@ def locked_insert(cursor, session_id: str, values: list, parent: str | None, *, 
 class _AppendMode(enum.Enum):
     FUNCTION = "the append function"
     STATEMENT = "the statement, from the client (no function yet)"
-    PARTITIONED = "the statement for a partitioned table, from the client"
+    PARTITIONED = "the statement for a partitioned table, from the client (no function yet)"
 
 
-# How a driver connection's database takes appends, asked once per connection (a table
-# partitioned meanwhile, or the function installed, is seen by the next connection).
+# How a driver connection's database takes appends, asked once per connection (the function
+# installed meanwhile is used from the next connection on; the function itself sees a table
+# partitioned meanwhile at once).
 _APPEND_MODE: weakref.WeakKeyDictionary[Any, _AppendMode] = weakref.WeakKeyDictionary()
 _MODE_SQL = (
     "SELECT to_regprocedure(%s) IS NOT NULL, "
@@ -152,10 +153,10 @@ def _append_mode(cursor) -> _AppendMode:
     if mode is None:
         with cursor.db.wrap_database_errors:
             has_function, partitioned = raw.execute(_MODE_SQL, [postgres_append.SIGNATURE]).fetchone()
-        if partitioned:
-            mode = _AppendMode.PARTITIONED
+        if has_function:
+            mode = _AppendMode.FUNCTION
         else:
-            mode = _AppendMode.FUNCTION if has_function else _AppendMode.STATEMENT
+            mode = _AppendMode.PARTITIONED if partitioned else _AppendMode.STATEMENT
         _APPEND_MODE[raw] = mode
     return mode
 

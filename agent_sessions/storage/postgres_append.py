@@ -40,12 +40,13 @@ SIGNATURE = f"{NAME}({', '.join(kind for _, kind in _ARGS)})"
 CALL = f"SELECT seq, parent_id, depth, path_tokens FROM {NAME}({', '.join(['%s'] * len(_ARGS))})"
 
 
-def _insert(parent: str | None, *, auto: bool, dynamic: bool) -> str:
+def _insert(parent: str | None, *, auto: bool, dynamic: bool, partitioned: bool = False) -> str:
     """The append's statement as the function runs it: a static ``RETURN QUERY`` (its plan kept)
     naming the arguments where :func:`appends.params` puts them, or a dynamic one (planned at
-    each call, as a statement sent by a client is) with ``$n`` placeholders and a ``USING`` list."""
-    names = appends.params(_ROW, "p_session_id", parent, auto=auto)
-    pieces = appends.statement(parent, auto=auto).split("%s")
+    each call with the values, as a statement sent by a client is) with ``$n`` placeholders and
+    a ``USING`` list; ``partitioned``: with the children probe that prunes partitions."""
+    names = appends.params(_ROW, "p_session_id", parent, auto=auto, partitioned=partitioned)
+    pieces = appends.statement(parent, auto=auto, partitioned=partitioned).split("%s")
     assert len(pieces) == len(names) + 1, "appends.params() and appends.statement() disagree"
     if not dynamic:
         return "RETURN QUERY " + "".join(p + n for p, n in zip(pieces, names, strict=False)) + pieces[-1]
@@ -53,14 +54,17 @@ def _insert(parent: str | None, *, auto: bool, dynamic: bool) -> str:
     return f"RETURN QUERY EXECUTE $sql${sql}$sql$ USING {', '.join(names)}"
 
 
-def _branches(*, dynamic: bool) -> str:
+def _branches(*, dynamic: bool, partitioned: bool = False) -> str:
+    def insert(parent: str | None, auto: bool) -> str:
+        return _insert(parent, auto=auto, dynamic=dynamic, partitioned=partitioned)
+
     return (
         "    IF p_auto THEN\n"
-        f"      {_insert(None, auto=True, dynamic=dynamic)};\n"
+        f"      {insert(None, True)};\n"
         "    ELSIF p_parent IS NULL THEN\n"
-        f"      {_insert(None, auto=False, dynamic=dynamic)};\n"
+        f"      {insert(None, False)};\n"
         "    ELSE\n"
-        f"      {_insert('p_parent', auto=False, dynamic=dynamic)};\n"
+        f"      {insert('p_parent', False)};\n"
         "    END IF;\n"
     )
 
@@ -72,15 +76,17 @@ def _branches(*, dynamic: bool) -> str:
 # are kept only once the planner can tell the indexes apart: ANALYZE counted at least
 # ``KEEP_PLANS_FROM_ROWS`` rows, or, never analysed, the table holds ``KEEP_PLANS_FROM_BYTES``
 # (the planner then estimates from its size).  Until then each call plans its statement with
-# the values, as a client's statement is planned.  A hash-partitioned table (manage.py
-# partition_tables) is always planned per call: a generic plan cannot prune partitions by a
-# session it does not know, and with small partitions it probed each one by a full index scan.
+# the values (``planned``).  A hash-partitioned table (manage.py partition_tables) is always
+# planned with the values, with the children probe on them (``partitioned``): only values
+# known to the planner prune partitions, and a generic plan probed each partition by a full
+# index scan.
 KEEP_PLANS_FROM_ROWS = 1000
 KEEP_PLANS_FROM_BYTES = 1024 * 1024
-_KEEP_PLANS = (
-    f"(SELECT c.relkind = 'r' AND CASE WHEN c.reltuples >= 0 THEN c.reltuples >= {KEEP_PLANS_FROM_ROWS} "
-    f"ELSE pg_catalog.pg_relation_size(c.oid) >= {KEEP_PLANS_FROM_BYTES} END "
-    "FROM pg_catalog.pg_class c WHERE c.oid = 'assistant_messages'::regclass)"
+MODE = (
+    "(SELECT CASE WHEN c.relkind = 'p' THEN 'partitioned' "
+    f"WHEN CASE WHEN c.reltuples >= 0 THEN c.reltuples >= {KEEP_PLANS_FROM_ROWS} "
+    f"ELSE pg_catalog.pg_relation_size(c.oid) >= {KEEP_PLANS_FROM_BYTES} END THEN 'kept' "
+    "ELSE 'planned' END FROM pg_catalog.pg_class c WHERE c.oid = 'assistant_messages'::regclass)"
 )
 
 
@@ -88,10 +94,13 @@ def body() -> str:
     """The function's PL/pgSQL source (what ``pg_proc.prosrc`` holds once installed)."""
     return (
         "\n#variable_conflict use_column\n"
+        f"DECLARE\n  mode text := {MODE};\n"
         "BEGIN\n"
         "  PERFORM pg_advisory_xact_lock(hashtextextended(p_lock_key, 0));\n"
-        f"  IF {_KEEP_PLANS} THEN\n"
+        "  IF mode = 'kept' THEN\n"
         + _branches(dynamic=False)
+        + "  ELSIF mode = 'partitioned' THEN\n"
+        + _branches(dynamic=True, partitioned=True)
         + "  ELSE\n"
         + _branches(dynamic=True)
         + "  END IF;\nEND\n"
