@@ -17,7 +17,7 @@ from tqdm import tqdm
 
 from agent_sessions.manager import SessionManager
 from agent_sessions.session import Session
-from agent_sessions.storage import appends, orm, walks
+from agent_sessions.storage import appends, orm, postgres, walks
 from agent_sessions.tokens import estimate_one_message_tokens
 from agent_sessions.types import dump_message, text_content, tool_text
 
@@ -69,8 +69,7 @@ class Raw:
         if self.vendor == "postgresql":
             # The lock and the insert in one simple-protocol query: one implicit transaction.
             psycopg.ClientCursor(self.conn).execute(
-                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0)); " + statement,
-                ["agent_sessions:" + session_id, *params],
+                postgres.LOCK + "; " + statement, [postgres.lock_key(session_id), *params]
             )
         else:
             self.execute(statement, params)

@@ -180,6 +180,7 @@ ALLOWED: dict[str, dict[str, str]] = {
         "cfg": "AGENT_SESSIONS_PG_TEXT_SEARCH_CONFIG (a setting, quotes doubled)",
         "expression": "a tsvector expression of code-literal columns and cfg (tool_text_index_sql)",
         "NON_ASCII_TOOL_TEXT": "module constant: the partial index predicate",
+        "postgres_append.LOCK.format(key='%s')": "module constant: the lock expression, with a placeholder",
         "NON_ASCII_TEXT": "module constant: the partial index predicate",
         "head": "orm.insert_rows: 'INSERT INTO assistant_messages (<bulk_columns>) VALUES '",
         "row_sql": "'(%s, …)' only",

@@ -95,10 +95,11 @@ def _execute(raw, sql: str, params: list):
 
 def lock_session(cursor, session_id: str) -> None:
     """Serialise writers of one session until the transaction ends (advisory lock)."""
-    cursor.execute(_LOCK, [lock_key(session_id)])
+    cursor.execute(LOCK, [lock_key(session_id)])
 
 
-_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
+LOCK = "SELECT " + postgres_append.LOCK.format(key="%s")
+"""The session's write lock as a statement; parameter: :func:`lock_key`."""
 
 
 def lock_key(session_id: str) -> str:
@@ -122,7 +123,7 @@ def locked_insert(cursor, session_id: str, values: list, parent: str | None, *, 
         cursor.execute(postgres_append.CALL, postgres_append.call_params(key, values, parent, auto=auto))
     else:
         partitioned = mode is _AppendMode.PARTITIONED
-        statement = _LOCK + "; " + appends.statement(parent, auto=auto, partitioned=partitioned)
+        statement = LOCK + "; " + appends.statement(parent, auto=auto, partitioned=partitioned)
         cursor.execute(
             statement, [key, *appends.params(values, session_id, parent, auto=auto, partitioned=partitioned)]
         )

@@ -21,6 +21,10 @@ from . import appends
 
 NAME = "agent_sessions_append"
 
+LOCK = "pg_advisory_xact_lock(hashtextextended({key}, 0))"
+"""The session's write lock, on the key ``storage.postgres.lock_key`` gives: the one expression the
+function and the client's statements (storage/postgres.py) take it with, so they always meet."""
+
 # (name, type) of the function's arguments, in the order :func:`call_params` gives them.
 _ARGS = (
     ("p_lock_key", "text"),
@@ -96,7 +100,7 @@ def body() -> str:
         "\n#variable_conflict use_column\n"
         f"DECLARE\n  mode text := {MODE};\n"
         "BEGIN\n"
-        "  PERFORM pg_advisory_xact_lock(hashtextextended(p_lock_key, 0));\n"
+        f"  PERFORM {LOCK.format(key='p_lock_key')};\n"
         "  IF mode = 'kept' THEN\n"
         + _branches(dynamic=False)
         + "  ELSIF mode = 'partitioned' THEN\n"
