@@ -26,7 +26,9 @@ def _message(i: int) -> dict:
             "parts": [{"type": "text", "text": text}]}  # fmt: skip
 
 
-async def _throughput(base: str, token: str, route: str, sessions: list[str], seconds: float) -> float:
+async def _throughput(
+    base: str, token: str, route: str, sessions: list[str], seconds: float, search_path: str = "/search"
+) -> float:
     """Requests per second that ``CLIENTS`` concurrent keep-alive clients get from one route."""
     import httpx
 
@@ -46,7 +48,7 @@ async def _throughput(base: str, token: str, route: str, sessions: list[str], se
             elif route == "history":
                 response = await http.get(f"/sessions/{session}/history")
             else:
-                response = await http.get("/search", params={"q": QUERY})
+                response = await http.get(search_path, params={"q": QUERY})
             if response.status_code >= 400:
                 raise RuntimeError(f"{route} {response.status_code}: {response.text[:300]}")
             done += 1
@@ -57,6 +59,16 @@ async def _throughput(base: str, token: str, route: str, sessions: list[str], se
         started = time.monotonic()
         await asyncio.gather(*(client(i, http) for i in range(CLIENTS)))
         return done / (time.monotonic() - started)
+
+
+def _check_same_hits(root: str, headers: dict) -> None:
+    """The bare search must answer what ours does (the same ids in the same order), or the row compares nothing."""
+    import httpx
+
+    ours = httpx.get(f"{root}/api/search", params={"q": QUERY}, headers=headers, timeout=30).json()["results"]
+    bare = httpx.get(f"{root}/bare/search", params={"q": QUERY}, headers=headers, timeout=30).json()["results"]
+    if not ours or [h["id"] for h in ours] != [h["id"] for h in bare]:
+        raise RuntimeError(f"bare search differs from ours: {len(ours)} vs {len(bare)} hits")
 
 
 def workload(alias: str, database: str, rounds: int, seconds: float) -> list[Result]:
@@ -90,11 +102,15 @@ def workload(alias: str, database: str, rounds: int, seconds: float) -> list[Res
             response.raise_for_status()
             sessions.append(response.json()["id"])
             manager.append_all(sessions[-1], [_message(j) for j in range(HISTORY_MESSAGES)])
+        _check_same_hits(root, headers)
         for route in ("append", "history", "search"):
-            rates: dict[str, list[float]] = {"ours": [], "bare ninja": []}
+            impls = [("ours", f"{root}/api", "/search"), ("bare ninja", f"{root}/bare", "/search")]
+            if route == "search":  # shown beside the goal's reference: the plainer query (no owner, no snippets)
+                impls.append(("bare ninja, plain query", f"{root}/bare", "/search-plain"))
+            rates: dict[str, list[float]] = {impl: [] for impl, _, _ in impls}
             for _ in range(rounds):
-                for impl, base in (("ours", f"{root}/api"), ("bare ninja", f"{root}/bare")):
-                    rates[impl].append(asyncio.run(_throughput(base, token, route, sessions, seconds)))
+                for impl, base, search_path in impls:
+                    rates[impl].append(asyncio.run(_throughput(base, token, route, sessions, seconds, search_path)))
             for impl, values in rates.items():
                 rps = statistics.median(values)
                 results.append(

@@ -166,20 +166,30 @@ class Raw:
             )
         return cur.fetchall()
 
-    def search_same(self, query: str, limit: int = 20) -> list:
+    def search_same(self, query: str, limit: int = 20, owner: object = None) -> list:
         """The hand-written query for our results: the same match, ranking (bm25 column weights on SQLite;
         ``ts_rank_cd`` with the tool-text weights and length normalisation on Postgres), order and
-        snippets, without the library around it (no stem probe, no query parsing, no result objects)."""
+        snippets, without the library around it (no stem probe, no query parsing, no result objects).
+        ``owner``: only that user's sessions, tested as ours tests them (an array of the owner's session
+        ids, never a per-session index probe; see ``search.tsquery._owned_any``)."""
         words = query.split()
+        owned, owned_params = "", []
+        if owner is not None:
+            sessions = "SELECT id FROM assistant_sessions WHERE owner_id = %s"
+            if self.vendor == "sqlite":
+                owned = f" AND m.session_id IN ({sessions})"
+            else:
+                owned = f" AND (m.session_id || '') = ANY(ARRAY({sessions}))"
+            owned_params = [owner]
         if self.vendor == "sqlite":
             # The match our parser writes for these words (Porter stems spelled both ways).
             match = " AND ".join(f'("{w}" OR "{w}ness")' for w in words)
             cur = self.execute(
                 "SELECT m.id, m.role, m.text_content, m.created_at, m.session_id, "
                 "snippet(assistant_fts, -1, '**', '**', '…', 12) FROM assistant_messages m "
-                "JOIN assistant_fts ON assistant_fts.rowid = m.seq WHERE assistant_fts MATCH %s "
+                f"JOIN assistant_fts ON assistant_fts.rowid = m.seq WHERE assistant_fts MATCH %s{owned} "
                 "ORDER BY bm25(assistant_fts, 1.0, 0.25), m.seq LIMIT %s",
-                [match, limit],
+                [match, *owned_params, limit],
             )
         else:
             cur = self.execute(
@@ -187,9 +197,9 @@ class Raw:
                 "ts_headline('english', hit.text_content, q, 'StartSel=**, StopSel=**, MaxWords=24, MinWords=8, "
                 'ShortWord=2, MaxFragments=2, FragmentDelimiter=" … "\') FROM (SELECT m.*, '
                 "ts_rank_cd('{0.25, 0.2, 0.4, 1.0}'::float4[], m.content_tsv, q, 1) AS r "
-                "FROM assistant_messages m, plainto_tsquery('english', %s) q WHERE m.content_tsv @@ q "
+                f"FROM assistant_messages m, plainto_tsquery('english', %s) q WHERE m.content_tsv @@ q{owned} "
                 "ORDER BY r DESC, m.seq LIMIT %s) hit, plainto_tsquery('english', %s) q ORDER BY hit.r DESC, hit.seq",
-                [query, limit, query],
+                [query, *owned_params, limit, query],
             )
         return cur.fetchall()
 
