@@ -20,6 +20,7 @@ from agent_sessions.storage.orm import DjangoSessionProvider
 from agent_sessions.storage.postgres import lock_key
 from tests.conftest import msg
 from tests.support.build import bulk_chain
+from tests.support.pg import messages_partitioned
 
 pytestmark = [pytest.mark.postgres_only, pytest.mark.django_db]
 
@@ -30,12 +31,6 @@ def _analyze(rows_elsewhere: int, session_id: str) -> None:
         bulk_chain(f"{session_id}-elsewhere", rows_elsewhere)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE assistant_messages")
-
-
-def _partitioned() -> bool:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT relkind FROM pg_class WHERE oid = 'assistant_messages'::regclass")
-        return cursor.fetchone()[0] == "p"
 
 
 def _mode() -> str:
@@ -55,7 +50,7 @@ def test_the_installed_function_is_the_one_the_code_generates():
 @pytest.mark.parametrize("rows_elsewhere", [0, 1_500], ids=["planned per call", "kept plans"])
 def test_both_ways_store_the_same_tree(session_id, rows_elsewhere):
     _analyze(rows_elsewhere, session_id)
-    expected = "partitioned" if _partitioned() else ("kept" if rows_elsewhere else "planned")
+    expected = "partitioned" if messages_partitioned() else ("kept" if rows_elsewhere else "planned")
     assert _mode() == expected  # a partitioned table is always planned per call
     session = Session.create().for_session(session_id)
     for _ in range(2):  # the second time through, any kept plan is reused
@@ -122,7 +117,7 @@ def test_kept_plans_stay_on_the_indexes_as_the_session_grows(session_id):
         )
         cursor.execute("DELETE FROM assistant_messages WHERE session_id = %s", [f"{session_id}-gone"])
     _analyze(1_500, session_id)
-    assert _mode() == ("partitioned" if _partitioned() else "kept")
+    assert _mode() == ("partitioned" if messages_partitioned() else "kept")
     session = Session.create().for_session(session_id)
     for i in range(20):
         session.append_message(msg(f"m{i}"))

@@ -12,6 +12,7 @@ from agent_sessions import Session
 from agent_sessions.models import Message
 from tests.conftest import msg
 from tests.support.build import bulk_chain
+from tests.support.pg import messages_partitioned
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -177,11 +178,6 @@ def test_per_session_reads_stay_on_the_primary_key_when_a_few_sessions_fill_the_
     ]
 
 
-def _partitioned(cursor) -> bool:
-    cursor.execute("SELECT relkind FROM pg_class WHERE oid = 'assistant_messages'::regclass")
-    return cursor.fetchone()[0] == "p"
-
-
 def _scans_of(node: dict, alias: str) -> list[dict]:
     """The plan nodes (EXPLAIN's JSON) that scanned the table under ``alias`` (or one of its partitions)."""
     found = []
@@ -207,8 +203,7 @@ def test_the_orphan_guard_of_an_append_probes_children_by_index_in_a_session_the
         cursor.execute("ANALYZE assistant_messages" if connection.vendor == "postgresql" else "ANALYZE")
     bulk_chain(session.session_id, 500)  # after the statistics were taken
     values = ["next", session.session_id, "user", '{"id":"next"}', "", "", "2026-12-02 00:00:00+00:00", 1]
-    with connection.cursor() as cursor:
-        partitioned = connection.vendor == "postgresql" and _partitioned(cursor)  # as locked_insert sends it
+    partitioned = connection.vendor == "postgresql" and messages_partitioned()  # as locked_insert sends it
     sql = appends.statement(None, auto=True, partitioned=partitioned)
     params = appends.params(values, session.session_id, None, auto=True, partitioned=partitioned)
     with connection.cursor() as cursor:
