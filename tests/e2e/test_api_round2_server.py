@@ -37,7 +37,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server(django_db_setup, django_db_blocker):
+def server(django_db_setup, django_db_blocker, tmp_path_factory):
     """``http://127.0.0.1:<port>`` of gunicorn (cwd = the repository, so its gunicorn.conf.py applies); one per
     module, on the test database (each test's rows are flushed, the server stays)."""
     port = _free_port()
@@ -48,15 +48,18 @@ def server(django_db_setup, django_db_blocker):
         "AGENT_SESSIONS_DB_NAME": str(connection.settings_dict["NAME"]),
     }
     command = [str(GUNICORN), "project.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "3", "--threads", "4"]
-    process = subprocess.Popen(
-        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
-    )
+    # Its output goes to a file: a pipe nobody reads fills up and blocks the server's logging.
+    log = tmp_path_factory.mktemp("gunicorn") / "server.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 300
         while True:
             if process.poll() is not None:
-                pytest.fail(f"gunicorn exited early:\n{process.stdout.read().decode(errors='replace')}")
+                pytest.fail(f"gunicorn exited early:\n{log.read_text(errors='replace')}")
             try:
                 if httpx.get(f"{base}/api/openapi.json", timeout=5).status_code == 200:
                     break
@@ -67,6 +70,8 @@ def server(django_db_setup, django_db_blocker):
             time.sleep(0.3)
         yield base
     finally:
+        print("gunicorn's log (shown when a test of this module fails):")
+        print("\n".join(log.read_text(errors="replace").splitlines()[-40:]))
         os.killpg(process.pid, signal.SIGTERM)
         try:
             process.wait(timeout=30)
@@ -79,7 +84,13 @@ def server(django_db_setup, django_db_blocker):
 def client(server, django_user_model):
     user = django_user_model.objects.create_user("round2", "round2@example.com", "pw")
     _, token = ApiKey.issue(user, "e2e")
-    with httpx.Client(base_url=f"{server}/api", headers={"Authorization": f"Bearer {token}"}, timeout=60) as c:
+    # gunicorn closes a keep-alive connection after 2 idle seconds (its default keepalive); httpx keeps one
+    # for 5.  A request sent on a connection the server is closing at that moment is reset, so the client
+    # lets idle connections go first.
+    limits = httpx.Limits(keepalive_expiry=1.0)
+    with httpx.Client(
+        base_url=f"{server}/api", headers={"Authorization": f"Bearer {token}"}, timeout=60, limits=limits
+    ) as c:
         yield c
 
 
