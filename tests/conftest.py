@@ -17,12 +17,22 @@ def pytest_report_header(config):
     return f"agent_sessions test database: {settings.DB} ({settings.DATABASES['default']['NAME']}{partitions})"
 
 
-# Tests for one database carry a marker; they run in that database's run of `make test`.
-DATABASE_MARKERS = {"postgres_only": "postgres", "sqlite_only": "sqlite"}
+# Tests for one database carry a marker; they run in that database's run of `make test`.  Modules that
+# touch no database (``no_database``) run once, in the SQLite run: three runs of them would test the same.
+DATABASE_MARKERS = {"postgres_only": "postgres", "sqlite_only": "sqlite", "no_database": "sqlite"}
+_DATABASE_FIXTURES = {"db", "transactional_db", "_django_db_helper", "live_server"}
+
+
+def _uses_a_database(item) -> bool:
+    return item.get_closest_marker("django_db") is not None or bool(
+        _DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))
+    )
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
+        if item.get_closest_marker("no_database") and _uses_a_database(item):
+            raise pytest.UsageError(f"{item.nodeid} is marked no_database but uses the database")
         for marker, database in DATABASE_MARKERS.items():
             if item.get_closest_marker(marker) and database != settings.DB:
                 item.add_marker(pytest.mark.skip(reason=f"{database} only: runs in the {database} run"))

@@ -24,6 +24,8 @@ from agent_sessions.summarizers import extractive_summarizer
 from agent_sessions.tokens import estimate_message_tokens
 from agent_sessions.types import CompactResult, TokenCounterInput
 
+pytestmark = pytest.mark.no_database  # runs once, in the SQLite run (tests/conftest.py)
+
 SECTIONS = ["## Topic", "## Key Points", "## Current State", "## Open Items"]
 
 

@@ -6,6 +6,8 @@ import pytest
 
 from agent_sessions import InvalidMessage, convert
 
+pytestmark = pytest.mark.no_database  # runs once, in the SQLite run (tests/conftest.py)
+
 
 def user(text="hi", *extra, id="u"):
     return {"id": id, "role": "user", "parts": [{"type": "text", "text": text}, *extra]}

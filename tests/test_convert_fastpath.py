@@ -178,6 +178,7 @@ conversations = st.lists(message(), max_size=6)
 systems = st.none() | st.text(max_size=6)
 
 
+@pytest.mark.no_database
 @pytest.mark.parametrize("target", sorted(TARGETS))
 def test_fast_path_equals_checked_path(target):
     fast, checked, _module = TARGETS[target]
@@ -190,6 +191,7 @@ def test_fast_path_equals_checked_path(target):
     check()
 
 
+@pytest.mark.no_database
 @pytest.mark.parametrize("target", sorted(TARGETS))
 def test_well_formed_conversations_stay_on_the_fast_path(target, monkeypatch):
     """Stored shapes with plain JSON: equal output, and no assistant message falls back to the checked
@@ -232,6 +234,7 @@ def counting(module, monkeypatch) -> list[str]:
     return calls
 
 
+@pytest.mark.no_database
 @pytest.mark.parametrize("target", sorted(TARGETS))
 def test_bench_history_takes_the_fast_path_throughout(target, monkeypatch):
     """Text, reasoning, tool calls with object outputs and steps: no message falls back."""
@@ -243,6 +246,7 @@ def test_bench_history_takes_the_fast_path_throughout(target, monkeypatch):
     assert calls == []
 
 
+@pytest.mark.no_database
 @pytest.mark.parametrize("target", sorted(TARGETS))
 def test_a_message_failing_half_way_is_undone_and_converted_again(target, monkeypatch):
     """The fast handler has already added the first tool's items when a handler gives up on the
@@ -280,6 +284,7 @@ def test_a_message_failing_half_way_is_undone_and_converted_again(target, monkey
     assert "{1, 2}" in expected  # the checked path's str() of a value JSON cannot hold
 
 
+@pytest.mark.no_database
 @pytest.mark.parametrize("target", sorted(TARGETS))
 def test_values_json_writes_differently_keep_jsons_text(target, monkeypatch):
     """orjson writes 1e-07, NaN and None otherwise than json.dumps (or at all): the fast path takes

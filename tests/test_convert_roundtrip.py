@@ -14,6 +14,8 @@ from pydantic import TypeAdapter
 from agent_sessions import convert
 from tests.support.convert_strategies import conversation, json_values
 
+pytestmark = pytest.mark.no_database  # runs once, in the SQLite run (tests/conftest.py)
+
 CHAT = TypeAdapter(list[ChatCompletionMessageParam])
 RESPONSES = TypeAdapter(list[ResponseInputItemParam])
 ANTHROPIC = TypeAdapter(list[MessageParam])

@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 from agent_sessions.storage import decode
 from agent_sessions.storage.decode import loads, loads_many
 
+pytestmark = pytest.mark.no_database  # runs once, in the SQLite run (tests/conftest.py)
+
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),

@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 from agent_sessions import InvalidMessage
 from agent_sessions.types import compact_json, dump_message, validate_message
 
+pytestmark = pytest.mark.no_database  # runs once, in the SQLite run (tests/conftest.py)
+
 
 def reference(value) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)

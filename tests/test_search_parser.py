@@ -6,6 +6,8 @@ import pytest
 
 from agent_sessions.search.query import MAX_TERMS, AnyOf, Query, Term, parse
 
+pytestmark = pytest.mark.no_database  # runs once, in the SQLite run (tests/conftest.py)
+
 
 def groups(query: Query) -> list[list[str]]:
     return [[t.text for t in g.terms] for g in query.groups]

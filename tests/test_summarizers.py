@@ -21,6 +21,8 @@ from agent_sessions.summarizers import (
 )
 from agent_sessions.tokens import estimate_string_tokens
 
+pytestmark = pytest.mark.no_database  # runs once, in the SQLite run (tests/conftest.py)
+
 SECTIONS = ["## Topic", "## Key Points", "## Current State", "## Open Items"]
 
 
