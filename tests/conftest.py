@@ -35,7 +35,8 @@ def pytest_collection_modifyitems(config, items):
             raise pytest.UsageError(f"{item.nodeid} is marked no_database but uses the database")
         for marker, database in DATABASE_MARKERS.items():
             if item.get_closest_marker(marker) and database != settings.DB:
-                item.add_marker(pytest.mark.skip(reason=f"{database} only: runs in the {database} run"))
+                scope = "touches no database" if marker == "no_database" else f"{database} only"
+                item.add_marker(pytest.mark.skip(reason=f"{scope}: runs in the {database} run"))
 
 
 @pytest.hookimpl(hookwrapper=True)
