@@ -7,6 +7,7 @@ must stay on the indexes (one probe per append whatever the session's length).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -145,6 +146,10 @@ def test_kept_plans_stay_on_the_indexes_as_the_session_grows(session_id):
     if messages_partitioned():  # the kept plan probes children in the session's partition alone
         assert all("Subplans Removed: 15" in plan for plan in inserts), inserts[0]
     assert not any("Bitmap" in plan for plan in inserts), inserts[0]
+    # The latest leaf: the newest rows are probed for children in index order, one at a time,
+    # up to the first childless one (here the newest); sorted first, all eight were probed.
+    probes = [re.findall(r" on \S+ c(?:_\d+)?\s+\(cost[^)]*\) \(actual [^)]*loops=(\d+)\)", plan) for plan in inserts]
+    assert probes == [["1"]] * 3, inserts[0]
     assert Message.objects.get(session_id=session_id, message_id="at-2000-0").parent_id == "later1999"
 
 

@@ -8,16 +8,10 @@ migration 0018 installs the same code's body).
 
 from django.db import migrations
 
-
-def _install(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        from agent_sessions.storage import postgres_append
-
-        for statement in postgres_append.install_sql():
-            schema_editor.execute(statement, params=None)
+from agent_sessions.storage import postgres_append
 
 
 class Migration(migrations.Migration):
     dependencies = [("agent_sessions", "0018_postgres_append_function")]
 
-    operations = [migrations.RunPython(_install, migrations.RunPython.noop, elidable=False)]
+    operations = [migrations.RunPython(postgres_append.reinstall, migrations.RunPython.noop, elidable=False)]

@@ -158,6 +158,14 @@ def install_sql() -> list[str]:
 UNINSTALL = [f"DROP FUNCTION IF EXISTS {SIGNATURE}"]
 
 
+def reinstall(apps, schema_editor) -> None:
+    """A migration's step (``RunPython``) that installs the function again from this code, on Postgres:
+    for each change of the append's SQL (the function's signature stays)."""
+    if schema_editor.connection.vendor == "postgresql":
+        for statement in install_sql():
+            schema_editor.execute(statement, params=None)
+
+
 def call_params(lock_key: str, values: list, parent: str | None, *, auto: bool) -> list:
     """The arguments of :data:`CALL`: the lock key, the row's eight values (see :func:`appends.params`), the parent."""
     return [lock_key, *values, parent, auto]

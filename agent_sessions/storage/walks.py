@@ -14,6 +14,10 @@ from .. import conf
 # rows first (an ordered index walk of (session_id, seq) that stops after 8 rows),
 # and only if none of them is childless search the whole session.  Both arms give
 # the same row when the first finds one; LIMIT 1 stops before the second runs.
+# The first arm orders by the inner scan's own key, ``(session_id, seq)``, so Postgres
+# keeps the index order and probes children row by row until the first childless one
+# (usually the newest: 7 buffers); ordered by ``seq`` alone it sorted the eight rows, and
+# so probed all eight first (28 buffers, a third of an append's reads).
 # Written so that no planner estimate can turn it into a whole-session scan: with
 # NOT EXISTS, or with the child probe as a filter on the full ordered scan,
 # Postgres picked bitmap-scan-and-sort plans (O(session) per append) whenever its
@@ -34,7 +38,7 @@ _LATEST_LEAF_TEMPLATE = (
     "      SELECT {inner} FROM assistant_messages WHERE "
     + SESSION_RANGE.format(t="")
     + " ORDER BY session_id DESC, seq DESC LIMIT 8"
-    "    ) w WHERE " + _CHILDLESS.format(t="w") + " ORDER BY w.seq DESC LIMIT 1"
+    "    ) w WHERE " + _CHILDLESS.format(t="w") + " ORDER BY w.session_id DESC, w.seq DESC LIMIT 1"
     "  ) newest"
     "  UNION ALL"
     "  SELECT * FROM ("
