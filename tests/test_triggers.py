@@ -216,9 +216,11 @@ def count(session_id: str) -> int:
 
 
 def test_message_count_follows_appends_and_deletes(session_id):
-    SessionRecord.objects.create(id=session_id)
+    # A second old: SQLite's trigger stamps to the millisecond, and two appends can follow the
+    # row's own (microsecond) stamp within the millisecond it was written in.
+    before = timezone.now() - timedelta(seconds=1)
+    SessionRecord.objects.create(id=session_id, created_at=before, updated_at=before)
     session = Session.create().for_session(session_id)  # no manager: only the triggers keep the row current
-    before = SessionRecord.objects.get(pk=session_id).updated_at
     session.append_message(msg("u1"))
     session.append_message(msg("a1", "assistant"))
     assert count(session_id) == 2
