@@ -12,10 +12,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
-from agent_sessions import InvalidMessage, Session
-from agent_sessions.models import Message
+from agent_sessions import InvalidMessage, Session, triggers
+from agent_sessions.models import Message, SessionRecord
 from agent_sessions.storage import postgres_append
 from agent_sessions.storage.orm import DjangoSessionProvider
 from agent_sessions.storage.postgres import lock_key
@@ -75,6 +75,28 @@ def test_both_ways_store_the_same_tree(session_id, rows_elsewhere):
     Message.objects.filter(session_id=session_id, message_id="r").delete()
     with pytest.raises(InvalidMessage):
         session.append_message(msg("r"))
+
+
+@pytest.mark.parametrize("rows_elsewhere", [0, 1_500], ids=["planned per call", "kept plans"])
+def test_the_function_counts_its_own_row_and_the_trigger_every_other(session_id, rows_elsewhere):
+    """The function counts the row it inserts, and the insert trigger stands aside for its call
+    only (``triggers.COUNTED_BY_APPEND``): counted by both, or by neither, the count would drift."""
+    _analyze(rows_elsewhere, session_id)
+    SessionRecord.objects.create(id=session_id)
+    session = Session.create().for_session(session_id)
+    with transaction.atomic(), connection.cursor() as cursor:  # the setting ends with the call
+        assert session.append_message(msg("a")) is True
+        cursor.execute("SELECT current_setting(%s, true)", [triggers.COUNTED_BY_APPEND])
+        assert cursor.fetchone()[0] in (None, "")
+        cursor.execute(
+            "INSERT INTO assistant_messages (id, session_id, parent_id, role, content) "
+            "VALUES ('raw', %s, 'a', 'user', '{}')",
+            [session_id],
+        )
+    assert session.append_message(msg("b")) is True  # under raw
+    assert session.append_message(msg("b")) is False  # a duplicate counts nothing
+    assert SessionRecord.objects.get(pk=session_id).message_count == 3
+    assert Message.objects.filter(session_id=session_id).count() == 3
 
 
 def _buffers_of_an_append(session_id: str, mid: str) -> int:
@@ -172,3 +194,25 @@ def test_a_database_without_the_function_still_appends(session_id):
         assert [(m.message_id, m.parent_id, m.depth) for m in rows] == [("a", None, 1), ("b", "a", 2)]
     finally:
         postgres._APPEND_MODE.pop(raw, None)  # asked again on the next append
+
+
+_APPEND_AND_COUNT = (
+    "import django, os, sys; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'project.settings'); django.setup()\n"
+    "from agent_sessions import Session\nfrom agent_sessions.models import Message, SessionRecord\n"
+    "SessionRecord.objects.get_or_create(id='s')\n"
+    "Session.create().for_session('s').append_message({'id': sys.argv[1], 'role': 'user', 'parts': []})\n"
+    "print(SessionRecord.objects.get(id='s').message_count, Message.objects.filter(session_id='s').count())\n"
+)
+
+
+def test_each_migration_step_counts_an_append_once():
+    """Migration 0021 moves the count of the function's row from the trigger to the function, both
+    in one step: stopped before it, after it, or gone back, every append is counted once."""
+    from tests.test_keys import _run, _scratch_database
+
+    with _scratch_database() as url:
+        counts = []
+        for i, target in enumerate(("0020", "0021", "0020")):
+            _run(url, "manage.py", "migrate", "agent_sessions", target, "--noinput", "-v0")
+            counts.append(_run(url, "-c", _APPEND_AND_COUNT, f"m{i}").split())
+        assert counts == [["1", "1"], ["2", "2"], ["3", "3"]]

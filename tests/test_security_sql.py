@@ -197,8 +197,14 @@ ALLOWED: dict[str, dict[str, str]] = {
         "_known('c')": "code literal alias; the expression holds module constants only",
         "SIGNATURE": "module constant: the name and the argument types",
         "args": "module-constant argument names and types",
-        "body()": "PL/pgSQL generated from appends.statement() (module constants) and code literals",
+        "body(counts=counts)": "PL/pgSQL generated from appends.statement() (module constants) and code literals",
+        "settings": "install_sql(): PLANNER_SETTINGS, with COUNTING or not (module constants)",
         "PLANNER_SETTINGS": "module constant: SET clauses",
+        "COUNTING": "module constant: the SET clause of triggers.COUNTED_BY_APPEND",
+    },
+    "triggers.py": {
+        "COUNTED_BY_APPEND": "module constant: a setting's name",
+        "session": "count_one_sql(): a code-literal SQL expression (the function's argument name)",
     },
     "storage/postgres_partitions.py": {
         "table": "one of TABLES (checked on entry)",

@@ -13,7 +13,7 @@ def _postgres(install):
         if schema_editor.connection.vendor == "postgresql":
             from agent_sessions.storage import postgres_append
 
-            for statement in postgres_append.install_sql() if install else postgres_append.UNINSTALL:
+            for statement in postgres_append.install_sql(counts=False) if install else postgres_append.UNINSTALL:
                 schema_editor.execute(statement, params=None)
 
     return run

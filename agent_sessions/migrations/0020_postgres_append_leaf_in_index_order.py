@@ -14,4 +14,4 @@ from agent_sessions.storage import postgres_append
 class Migration(migrations.Migration):
     dependencies = [("agent_sessions", "0019_postgres_append_partitions_keep_plans")]
 
-    operations = [migrations.RunPython(postgres_append.reinstall, migrations.RunPython.noop, elidable=False)]
+    operations = [migrations.RunPython(postgres_append.reinstall_uncounted, migrations.RunPython.noop, elidable=False)]

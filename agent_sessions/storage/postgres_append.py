@@ -17,6 +17,7 @@ calls :func:`install_sql` again.
 
 from __future__ import annotations
 
+from .. import triggers
 from . import appends
 
 NAME = "agent_sessions_append"
@@ -107,8 +108,10 @@ MODE = (
 )
 
 
-def body() -> str:
-    """The function's PL/pgSQL source (what ``pg_proc.prosrc`` holds once installed)."""
+def body(*, counts: bool = True) -> str:
+    """The function's PL/pgSQL source (what ``pg_proc.prosrc`` holds once installed); ``counts=False``:
+    as migrations 0018-0020 installed it, leaving the count to the insert trigger."""
+    count = f"  IF FOUND THEN\n    {triggers.count_one_sql('p_session_id')};\n  END IF;\n" if counts else ""
     return (
         "\n#variable_conflict use_column\n"
         f"DECLARE\n  mode text := {MODE};\n"
@@ -122,7 +125,9 @@ def body() -> str:
         + _branches(dynamic=True, partitioned=True)
         + "  ELSE\n"
         + _branches(dynamic=True)
-        + "  END IF;\nEND\n"
+        + "  END IF;\n"
+        + count
+        + "END\n"
     )
 
 
@@ -144,14 +149,21 @@ PLANNER_SETTINGS = (
 )
 
 
-def install_sql() -> list[str]:
-    """Create (or replace) the function."""
+# The function counts the row it inserted (``IF FOUND``: a duplicate or a refused id inserts
+# nothing) and sets :data:`triggers.COUNTED_BY_APPEND` for its call, which the insert
+# trigger's WHEN clause reads: the same update, without the trigger's machinery.
+COUNTING = f"SET {triggers.COUNTED_BY_APPEND} = on"
+
+
+def install_sql(*, counts: bool = True) -> list[str]:
+    """Create (or replace) the function (``counts``: see :func:`body`)."""
     args = ", ".join(f"{name} {kind}" for name, kind in _ARGS)
+    settings = f"{PLANNER_SETTINGS} {COUNTING}" if counts else PLANNER_SETTINGS
     return [
         f"CREATE OR REPLACE FUNCTION {NAME}({args}) "
         "RETURNS TABLE (seq bigint, parent_id text, depth integer, path_tokens bigint) "
-        f"LANGUAGE plpgsql VOLATILE {PLANNER_SETTINGS} "
-        f"AS $agent_sessions_append${body()}$agent_sessions_append$"
+        f"LANGUAGE plpgsql VOLATILE {settings} "
+        f"AS $agent_sessions_append${body(counts=counts)}$agent_sessions_append$"
     ]
 
 
@@ -161,8 +173,18 @@ UNINSTALL = [f"DROP FUNCTION IF EXISTS {SIGNATURE}"]
 def reinstall(apps, schema_editor) -> None:
     """A migration's step (``RunPython``) that installs the function again from this code, on Postgres:
     for each change of the append's SQL (the function's signature stays)."""
+    _install(schema_editor, counts=True)
+
+
+def reinstall_uncounted(apps, schema_editor) -> None:
+    """:func:`reinstall` as migrations 0018-0020 (and 0021's reverse) install it: the insert trigger
+    counts its rows, so a database stopped at any of them counts each row once."""
+    _install(schema_editor, counts=False)
+
+
+def _install(schema_editor, *, counts: bool) -> None:
     if schema_editor.connection.vendor == "postgresql":
-        for statement in install_sql():
+        for statement in install_sql(counts=counts):
             schema_editor.execute(statement, params=None)
 
 
