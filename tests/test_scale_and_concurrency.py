@@ -168,9 +168,10 @@ def test_per_session_reads_stay_on_the_primary_key_when_a_few_sessions_fill_the_
         assert "assistant_msg_seq" not in plan, plan
         sql = range_reads._POSTGRES.format(columns="m.content", leaf=range_reads._LEAF[True])
         leaf = latest_leaf_params(session_id)
-        cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + sql, [session_id, session_id, *leaf, session_id, *leaf])
+        cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + sql, [*leaf, session_id, session_id, session_id])
         plan = "\n".join(r[0] for r in cursor.fetchall())
         assert "assistant_msg_seq" not in plan, plan
+        assert plan.count("Subquery Scan on newest") == 1, plan  # the leaf is planned once, read twice
     assert len(old.get_history()) == 3_000
     assert [m["id"] for m in old.get_recent_history(max_content_bytes=0, min_recent_messages=2).messages] == [
         "m2998",
