@@ -8,6 +8,7 @@ from typing import Any
 from urllib.parse import quote
 
 from django.http import HttpRequest, HttpResponse
+from ninja.renderers import JSONRenderer
 
 from .. import conf
 from .errors import ApiError
@@ -69,3 +70,19 @@ def page(items: list, limit: int | None, offset: int, *, whole: bool = False) ->
     else:
         size = page_size(limit)
     return items[offset : offset + size], len(items), size
+
+
+# The renderer build_api() leaves ninja with (its default), for the responses built here.
+_RENDERER = JSONRenderer()
+_CONTENT_TYPE = f"{_RENDERER.media_type}; charset={_RENDERER.charset}"
+
+
+def stored_messages(request: HttpRequest, body: dict[str, Any]) -> HttpResponse:
+    """A 200 of ``body`` (a page of stored messages) rendered as ninja renders any response, without
+    checking it against the route's response schema first.
+
+    The messages were checked when they were stored, and the schema (``UIMessageOut``) only names
+    ``id``, ``role`` and ``parts`` and lets everything else through, so the check could only turn
+    a foreign writer's malformed row into a 500.  For a history of 100 messages it cost more than
+    rendering the JSON (0.18 against 0.08 ms), about a tenth of the request's CPU."""
+    return HttpResponse(_RENDERER.render(request, body, response_status=200), content_type=_CONTENT_TYPE)

@@ -14,7 +14,7 @@ from ..storage import backends
 from ..storage.orm import OMITTED
 from .access import message_exists, owned_manager, require_message, writable_manager
 from .errors import ApiError, not_found
-from .http import check_if_match, message_etag, page, page_size, set_location
+from .http import check_if_match, message_etag, page, page_size, set_location, stored_messages
 from .schemas import (
     ERROR_STATUSES,
     MAX_INT,
@@ -287,7 +287,7 @@ def get_history(
     the page ``limit``/``offset`` counts from the root (``count`` is the whole path's length)."""
     manager = _open_at_leaf(request, session_id, leaf_id)
     messages, count, size = page(manager.get_history(session_id, leaf_id), limit, offset, whole=True)
-    return {"messages": messages, "count": count, "limit": size, "offset": offset}
+    return stored_messages(request, {"messages": messages, "count": count, "limit": size, "offset": offset})
 
 
 @router.get(
@@ -308,11 +308,8 @@ def get_recent_history(
     recent = manager.get_session(session_id).get_recent_history(
         leaf_id, max_content_bytes=max_content_bytes, min_recent_messages=min_recent_messages
     )
-    return {
-        "messages": recent.messages,
-        "truncated": recent.truncated,
-        "total_content_bytes": recent.total_content_bytes,
-    }
+    body = {"messages": recent.messages, "truncated": recent.truncated}
+    return stored_messages(request, {**body, "total_content_bytes": recent.total_content_bytes})
 
 
 @router.get(
