@@ -247,22 +247,32 @@ def _sid(tag: str) -> str:
     return f"bench-{tag}-{uuid.uuid4().hex[:8]}"
 
 
+def own_connection(alias: str, tag: str) -> str:
+    """An alias for a connection of its own to ``alias``'s database (added once, at run time)."""
+    name = f"{alias}-{tag}"
+    if name not in connections.settings:
+        connections.settings[name] = dict(connections.settings[alias])
+    return name
+
+
 def append_one_by_one(alias: str, database: str, n: int, peers: list) -> list[Result]:
     """Workload 1: n auto-parented appends per implementation; per-append median at the start and at the end.
 
     Interleaved: append i goes to every implementation in turn (the order rotating with i), so
-    a slow spell of a shared machine (a busy disk, a stolen core) hits them all alike.  Besides
-    wall time, each row reports the median process CPU time of an append (the client's share).
+    a slow spell of a shared machine (a busy disk, a stolen core) hits them all alike.  Each
+    implementation has a connection of its own, as each peer has, so none runs on a connection
+    the one before it has just used.  Besides wall time, each row reports the median process CPU
+    time of an append (the client's share).
     """
     window = max(10, n // 20)  # the first and last 5 % of appends
     session = Session.create(using=alias).for_session(_sid("append"))
     compacting = (
-        Session.create(using=alias)
+        Session.create(using=own_connection(alias, "compact-after"))
         .for_session(_sid("append-ca"))
         .on_compaction(lambda messages, context=None: None)
         .compact_after(10**12)
     )
-    raw, sid = Raw(alias), _sid("append-raw")
+    raw, sid = Raw(own_connection(alias, "raw")), _sid("append-raw")
     impls = [
         ("ours", lambda i: session.append_message(message(i))),
         ("ours + compact_after", lambda i: compacting.append_message(message(i))),
