@@ -57,12 +57,13 @@ protect_message_tree = pgtrigger.Trigger(
 # now(): several appends in one transaction still order the sessions they touched.
 # greatest(): the stamp never moves back, so a stamp the registry wrote with its own
 # clock (manager/clock.py, possibly ahead of the database's) is never undercut.
-_PG_COUNT = """
-    UPDATE assistant_sessions AS s SET message_count = greatest(s.message_count {sign} n.c, 0),
-        updated_at = greatest(s.updated_at, clock_timestamp())
-    FROM (SELECT session_id, count(*) AS c FROM {rows} GROUP BY session_id) AS n WHERE s.id = n.session_id;
-    RETURN NULL;
-"""
+_PG_STAMP = "updated_at = greatest(s.updated_at, clock_timestamp())"
+_PG_COUNT = (
+    "\n    UPDATE assistant_sessions AS s SET message_count = greatest(s.message_count {sign} n.c, 0),\n"
+    f"        {_PG_STAMP}\n"
+    "    FROM (SELECT session_id, count(*) AS c FROM {rows} GROUP BY session_id) AS n WHERE s.id = n.session_id;\n"
+    "    RETURN NULL;\n"
+)
 
 COUNTED_BY_APPEND = "agent_sessions.counted_by_append"
 """A setting the append function (storage/postgres_append.py) turns ``on`` for its own call only:
@@ -86,10 +87,7 @@ count_inserted_messages = pgtrigger.Trigger(
 def count_one_sql(session: str) -> str:
     """What :data:`count_inserted_messages` does for one new row of the session ``session`` (an SQL
     expression): the append function's own count, under :data:`COUNTED_BY_APPEND`."""
-    return (
-        "UPDATE assistant_sessions AS s SET message_count = s.message_count + 1, "
-        f"updated_at = greatest(s.updated_at, clock_timestamp()) WHERE s.id = {session}"
-    )
+    return f"UPDATE assistant_sessions AS s SET message_count = s.message_count + 1, {_PG_STAMP} WHERE s.id = {session}"
 
 
 count_deleted_messages = pgtrigger.Trigger(

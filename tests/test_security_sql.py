@@ -204,6 +204,7 @@ ALLOWED: dict[str, dict[str, str]] = {
     },
     "triggers.py": {
         "COUNTED_BY_APPEND": "module constant: a setting's name",
+        "_PG_STAMP": "module constant: the updated_at assignment of both count updates",
         "session": "count_one_sql(): a code-literal SQL expression (the function's argument name)",
     },
     "storage/postgres_partitions.py": {
