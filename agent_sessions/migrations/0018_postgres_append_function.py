@@ -7,19 +7,10 @@ unchanged: its driver caches the statement.
 
 from django.db import migrations
 
-
-def _postgres(install):
-    def run(apps, schema_editor):
-        if schema_editor.connection.vendor == "postgresql":
-            from agent_sessions.storage import postgres_append
-
-            for statement in postgres_append.install_sql(counts=False) if install else postgres_append.UNINSTALL:
-                schema_editor.execute(statement, params=None)
-
-    return run
+from agent_sessions.storage import postgres_append
 
 
 class Migration(migrations.Migration):
     dependencies = [("agent_sessions", "0017_sqlite_deferred_index")]
 
-    operations = [migrations.RunPython(_postgres(True), _postgres(False), elidable=False)]
+    operations = [migrations.RunPython(postgres_append.reinstall_uncounted, postgres_append.uninstall, elidable=False)]

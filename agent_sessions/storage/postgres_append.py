@@ -182,9 +182,18 @@ def reinstall_uncounted(apps, schema_editor) -> None:
     _install(schema_editor, counts=False)
 
 
+def uninstall(apps, schema_editor) -> None:
+    """Migration 0018's reverse: drop the function (Postgres)."""
+    _run(schema_editor, UNINSTALL)
+
+
 def _install(schema_editor, *, counts: bool) -> None:
+    _run(schema_editor, install_sql(counts=counts))
+
+
+def _run(schema_editor, statements: list[str]) -> None:
     if schema_editor.connection.vendor == "postgresql":
-        for statement in install_sql(counts=counts):
+        for statement in statements:
             schema_editor.execute(statement, params=None)
 
 
