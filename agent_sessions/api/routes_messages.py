@@ -308,8 +308,14 @@ def get_recent_history(
     recent = manager.get_session(session_id).get_recent_history(
         leaf_id, max_content_bytes=max_content_bytes, min_recent_messages=min_recent_messages
     )
-    body = {"messages": recent.messages, "truncated": recent.truncated}
-    return stored_messages(request, {**body, "total_content_bytes": recent.total_content_bytes})
+    return stored_messages(
+        request,
+        {
+            "messages": recent.messages,
+            "truncated": recent.truncated,
+            "total_content_bytes": recent.total_content_bytes,
+        },
+    )
 
 
 @router.get(
