@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
+from agent_sessions.api.http import message_etag
 from agent_sessions.models import ContextBlockRecord, Message, SessionRecord
 from tests.support.api import ui
 
@@ -151,9 +152,17 @@ def test_history_pages_are_rendered_as_their_schema_would_render_them(api):
             "VALUES ('f', %s, 'm2', 'user', '{\"id\": \"f\", \"role\": \"user\"}')",
             [sid],
         )
+    foreign = {"id": "f", "role": "user"}
     history = api.get(f"/sessions/{sid}/history")
     assert history.status_code == 200
-    assert history.json()["messages"][-1] == {"id": "f", "role": "user"}
+    assert history.json()["messages"][-1] == foreign
+    # So is every other route that answers stored messages.
+    assert api.get(f"/sessions/{sid}/messages").json()["messages"][-1] == foreign
+    assert api.get(f"/sessions/{sid}/branches", message_id="m2").json()["messages"] == [foreign]
+    assert api.get(f"/sessions/{sid}/leaf").json() == {"message": foreign}
+    one = api.get(f"/sessions/{sid}/messages/f")
+    assert (one.status_code, one.json()) == (200, foreign)
+    assert one["ETag"] == message_etag(foreign)
 
 
 @pytest.mark.parametrize(

@@ -134,7 +134,7 @@ def list_messages(request: HttpRequest, session_id: str, limit: int | None = _LI
     rows = Message.objects.using(manager.using).filter(session_id=session_id)
     size = page_size(limit)
     messages = [row.message for row in rows.order_by("seq")[offset : offset + size]]
-    return {"messages": messages, "count": rows.count(), "limit": size, "offset": offset}
+    return stored_messages(request, {"messages": messages, "count": rows.count(), "limit": size, "offset": offset})
 
 
 @router.delete(
@@ -206,14 +206,13 @@ def message_count(request: HttpRequest, session_id: str):
     response={200: UIMessageOut, ERROR_STATUSES: ErrorOut},
     summary="Get a message",
 )
-def get_message(request: HttpRequest, response: HttpResponse, session_id: str, message_id: str):
+def get_message(request: HttpRequest, session_id: str, message_id: str):
     """The stored message, with its ``ETag``."""
     manager = owned_manager(request, session_id)
     message = manager.get_session(session_id).get_message(message_id)
     if message is None:
         raise not_found("message")
-    response["ETag"] = message_etag(message)
-    return message
+    return stored_messages(request, message, etag=message_etag(message))
 
 
 @router.put(
@@ -332,14 +331,14 @@ def get_branches(
     manager = owned_manager(request, session_id)
     require_message(manager, session_id, message_id)
     messages, count, size = page(manager.get_branches(session_id, message_id), limit, offset, whole=True)
-    return {"messages": messages, "count": count, "limit": size, "offset": offset}
+    return stored_messages(request, {"messages": messages, "count": count, "limit": size, "offset": offset})
 
 
 @router.get("/sessions/{session_id}/leaf", response={200: LeafOut, ERROR_STATUSES: ErrorOut}, summary="Latest leaf")
 def get_latest_leaf(request: HttpRequest, session_id: str):
     """The most recently appended childless message (``null`` for an empty session)."""
     manager = owned_manager(request, session_id)
-    return {"message": manager.get_session(session_id).get_latest_leaf()}
+    return stored_messages(request, {"message": manager.get_session(session_id).get_latest_leaf()})
 
 
 @router.get(
