@@ -42,7 +42,7 @@ test-postgres: install
 # The whole Postgres suite again, on a test database whose growing tables are
 # hash-partitioned by session_id (manage.py partition_tables, right after migrations).
 test-postgres-partitioned: install
-	AGENT_SESSIONS_TEST_DB=postgres AGENT_SESSIONS_TEST_PARTITIONS=16 $(PY) -m pytest $(PYTEST_ARGS)
+	AGENT_SESSIONS_TEST_DB=postgres AGENT_SESSIONS_TEST_PARTITIONS=16 AGENT_SESSIONS_TEST_SERVER_BINDING=1 $(PY) -m pytest $(PYTEST_ARGS)
 
 contract: install
 	../shared/contract/run.sh . sqlite

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make test`: the whole suite on SQLite, on PostgreSQL, and on PostgreSQL with hash-partitioned
-# tables, side by side. Each run gets its own test database (per process) and its own Redis
+# tables and prepared statements (server-side binding), side by side. Each run gets its own test database (per process) and its own Redis
 # databases, so the Celery workers of one run never take another run's tasks. Each run's output
 # goes to a log that is printed when it ends; the exit status is non-zero if any run failed.
 set -u
@@ -24,7 +24,7 @@ for suite in $SUITES; do
         sqlite) start sqlite "AGENT_SESSIONS_TEST_DB=sqlite $(redis_env 1 2 3)" ;;
         postgres) start postgres "AGENT_SESSIONS_TEST_DB=postgres $(redis_env 5 9 10)" ;;
         postgres-partitioned)
-            start postgres-partitioned "AGENT_SESSIONS_TEST_DB=postgres AGENT_SESSIONS_TEST_PARTITIONS=16 $(redis_env 6 7 8)" ;;
+            start postgres-partitioned "AGENT_SESSIONS_TEST_DB=postgres AGENT_SESSIONS_TEST_PARTITIONS=16 AGENT_SESSIONS_TEST_SERVER_BINDING=1 $(redis_env 6 7 8)" ;;
         *) echo "unknown suite: $suite"; exit 2 ;;
     esac
 done

@@ -26,6 +26,11 @@ if DB in {"postgres", "postgresql", "pg"}:
             "TEST": {"NAME": f"test_agent_sessions_{_RUN}"},
         }
     }
+    # AGENT_SESSIONS_TEST_SERVER_BINDING=1: psycopg binds parameters on the server and prepares
+    # statements (Django's OPTIONS server_side_binding and prepare_threshold), as a deployment
+    # that opts into prepared statements runs; every statement of the library must work so.
+    if os.environ.get("AGENT_SESSIONS_TEST_SERVER_BINDING"):
+        DATABASES["default"]["OPTIONS"] = {"server_side_binding": True, "prepare_threshold": 2}
 else:
     DB = "sqlite"
     _DIR = tempfile.mkdtemp(prefix="agent-sessions-tests-")

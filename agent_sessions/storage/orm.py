@@ -73,9 +73,12 @@ _HAS_OVERLAYS = "(SELECT 1 FROM assistant_compactions o WHERE o.session_id = %s 
 
 # Re-derive depth and running tokens below the given roots (after an update
 # or a delete changed what lies above them).
+# The root depth is cast: bound by the server, a small int parameter arrives as smallint, which the
+# recursive term's integer would not match.
 _REPAIR_SUBTREE = (
     "WITH RECURSIVE sub(seq, id, depth, path_tokens) AS ("
-    "  SELECT seq, id, %s, {root_tokens} FROM assistant_messages WHERE session_id = %s AND id IN ({roots})"
+    "  SELECT seq, id, CAST(%s AS INTEGER), {root_tokens} FROM assistant_messages"
+    "    WHERE session_id = %s AND id IN ({roots})"
     "  UNION ALL"
     "  SELECT c.seq, c.id, sub.depth + 1, sub.path_tokens + c.tokens FROM assistant_messages c JOIN sub"
     "    ON c.session_id = %s AND c.parent_id = sub.id WHERE sub.depth < %s"

@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
+from django.db import transaction
+
 from .. import conf
 from ..search import tsquery
 from ..search.run import Searcher
@@ -112,7 +114,8 @@ def locked_insert(cursor, session_id: str, values: list, parent: str | None, *, 
     Normally one call of the ``agent_sessions_append`` function (storage/postgres_append.py:
     it keeps the plans).  A database without it (migration 0018 not applied yet, as while a
     deploy runs new code before ``migrate``) gets the lock and the statement as one
-    simple-protocol query instead (on a hash-partitioned table, with the probe that prunes).
+    simple-protocol query instead (on a hash-partitioned table, with the probe that prunes;
+    with parameters bound by the server, as two statements in one transaction).
     In autocommit either is one transaction, so the lock is held until it commits; inside an
     atomic block they join the caller's transaction.
     ``values``: the row's eight values (see :func:`appends.params`).  None: the id already existed.
@@ -123,10 +126,16 @@ def locked_insert(cursor, session_id: str, values: list, parent: str | None, *, 
         cursor.execute(postgres_append.CALL, postgres_append.call_params(key, values, parent, auto=auto))
     else:
         partitioned = mode is _AppendMode.PARTITIONED
-        statement = LOCK + "; " + appends.statement(parent, auto=auto, partitioned=partitioned)
-        cursor.execute(
-            statement, [key, *appends.params(values, session_id, parent, auto=auto, partitioned=partitioned)]
-        )
+        insert = appends.statement(parent, auto=auto, partitioned=partitioned)
+        params = appends.params(values, session_id, parent, auto=auto, partitioned=partitioned)
+        if cursor.db.settings_dict["OPTIONS"].get("server_side_binding") is True:
+            # A statement bound by the server is one command: lock and insert go one by one,
+            # in one transaction so the lock is held until the insert commits.
+            with transaction.atomic(using=cursor.db.alias):
+                cursor.execute(LOCK, [key])
+                cursor.execute(insert, params)
+                return cursor.fetchone()
+        cursor.execute(LOCK + "; " + insert, [key, *params])
         cursor.nextset()
     return cursor.fetchone()
 
