@@ -347,7 +347,11 @@ def issue_token(username: str = "load") -> str:
 
 #: The database connection settings docker-compose.yml gives the app (tests/test_compose.py checks they
 #: match): load, fault and fuzz runs measure the shipped configuration, persistent connections included.
-COMPOSE_DATABASE_ENV = {"DATABASE_CONN_MAX_AGE": "60", "DATABASE_CONN_HEALTH_CHECKS": "true"}
+COMPOSE_DATABASE_ENV = {
+    "DATABASE_CONN_MAX_AGE": "60",
+    "DATABASE_CONN_HEALTH_CHECKS": "true",
+    "DATABASE_PREPARED_STATEMENTS": "true",
+}
 
 
 def production_env(database: str) -> dict:

@@ -8,6 +8,7 @@ environment, against the local PostgreSQL and Redis instead of the compose servi
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -279,3 +280,21 @@ def test_compose_commands_run_against_local_services(compose, stack_env, process
     import redis
 
     redis.Redis(host="127.0.0.1", port=6379, db=REDIS_DB).delete("celery")  # beat's messages: nobody consumes them
+
+
+@pytest.mark.parametrize(
+    ("url", "flag", "options"),
+    [
+        ("postgres://u@db:5432/x", "true", {"server_side_binding": True, "prepare_threshold": 5}),
+        ("postgres://u@db:5432/x", "false", {}),
+        ("sqlite:////tmp/x.sqlite3", "true", {"timeout": 30}),  # SQLite: the flag means nothing
+    ],
+)
+def test_prepared_statements_setting_reaches_the_connection_options(url, flag, options):
+    """``DATABASE_PREPARED_STATEMENTS`` (on in docker-compose.yml) sets Django's psycopg options, only on Postgres."""
+    env = {**os.environ, "DATABASE_URL": url, "DATABASE_PREPARED_STATEMENTS": flag, "PYTHONPATH": str(ROOT)}
+    script = "import json, project.settings as s; print(json.dumps(s.DATABASES['default'].get('OPTIONS', {})))"
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    got = json.loads(out.stdout)
+    assert {k: got[k] for k in options if k in got} == options
+    assert ("server_side_binding" in got) == bool(options.get("server_side_binding"))

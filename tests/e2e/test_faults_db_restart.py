@@ -3,10 +3,10 @@
 The test starts a private cluster (``initdb`` + ``pg_ctl`` from the PostgreSQL binaries,
 in a temporary directory, on a free port: the shared server is never touched), migrates
 it with the production settings and the compose environment (``DATABASE_CONN_MAX_AGE=60``,
-``DATABASE_CONN_HEALTH_CHECKS=true``), runs four ``scripts/fault_db_loop.py`` clients and
-restarts the cluster (``pg_ctl restart -m fast``) while they run.  Calls during the
-outage may fail; after the server is back no call fails, and every acknowledged append
-is stored exactly once.
+``DATABASE_CONN_HEALTH_CHECKS=true``, ``DATABASE_PREPARED_STATEMENTS=true``), runs four
+``scripts/fault_db_loop.py`` clients and restarts the cluster (``pg_ctl restart -m fast``)
+while they run.  Calls during the outage may fail; after the server is back no call fails,
+and every acknowledged append is stored exactly once.
 
 Without the PostgreSQL binaries the test skips, except under CI (``CI`` set), where it fails.
 """
@@ -27,6 +27,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from scripts.load import COMPOSE_DATABASE_ENV
 from tests.e2e.support import ROOT, unavailable
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres_only, pytest.mark.timeout(300)]
@@ -34,7 +35,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.postgres_only, pytest.mark.timeout(30
 CLIENTS = 4
 RUN_SECONDS = 30.0
 RESTART_AT = 8.0
-COMPOSE_ENV = {"DATABASE_CONN_MAX_AGE": "60", "DATABASE_CONN_HEALTH_CHECKS": "true"}
+COMPOSE_ENV = COMPOSE_DATABASE_ENV  # what docker-compose.yml gives the app (tests/test_compose.py)
 
 
 def _bin(name: str) -> str:
