@@ -24,6 +24,7 @@ class Goal:
 GOALS = (
     Goal("append with compact_after ÷ plain append", "1.", "ours + compact_after", "ours", 1.1),
     Goal("plain append ÷ langchain PostgresChatMessageHistory", "1.", "ours", "langchain*", 1.5),
+    Goal("… both with prepared statements (psycopg's default)", "1.", "ours, prepared statements", "langchain*", 1.5),
     Goal("history of the whole path ÷ raw recursive CTE", "3a.", "ours", "raw SQL", 1.0),
     Goal("history of the whole path ÷ openai-agents get_items", "3a.", "ours", "openai-agents*", 1.0),
     Goal("history ÷ raw range scan (the floor of ours, no branches)", "3a.", "ours", "raw range scan", 1.2),

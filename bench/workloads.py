@@ -247,12 +247,21 @@ def _sid(tag: str) -> str:
     return f"bench-{tag}-{uuid.uuid4().hex[:8]}"
 
 
-def own_connection(alias: str, tag: str) -> str:
-    """An alias for a connection of its own to ``alias``'s database (added once, at run time)."""
+def own_connection(alias: str, tag: str, **options: Any) -> str:
+    """An alias for a connection of its own to ``alias``'s database (added once, at run time), with
+    ``options`` added to its ``OPTIONS``."""
     name = f"{alias}-{tag}"
     if name not in connections.settings:
-        connections.settings[name] = dict(connections.settings[alias])
+        settings = dict(connections.settings[alias])
+        settings["OPTIONS"] = {**settings.get("OPTIONS", {}), **options}
+        connections.settings[name] = settings
     return name
+
+
+PREPARED_OURS = "ours, prepared statements"
+PREPARED = {"server_side_binding": True, "prepare_threshold": 5}
+"""Django's ``OPTIONS`` for statements prepared as a plain psycopg connection prepares them (the
+langchain peer's): server-side binding, prepared from the fifth execution on (psycopg's default)."""
 
 
 def append_one_by_one(alias: str, database: str, n: int, peers: list) -> list[Result]:
@@ -278,6 +287,9 @@ def append_one_by_one(alias: str, database: str, n: int, peers: list) -> list[Re
         ("ours + compact_after", lambda i: compacting.append_message(message(i))),
         ("raw SQL", lambda i: raw.append(sid, message(i))),
     ]
+    if connections[alias].vendor == "postgresql":
+        prepared = Session.create(using=own_connection(alias, "prepared", **PREPARED)).for_session(_sid("append-p"))
+        impls.insert(1, (PREPARED_OURS, lambda i: prepared.append_message(message(i))))
     impls += [(peer.name, lambda i, peer=peer: peer.append(peer_item(i))) for peer in peers]
     wall: dict[str, list[float]] = {label: [] for label, _ in impls}
     cpu: dict[str, list[float]] = {label: [] for label, _ in impls}
