@@ -181,6 +181,7 @@ ALLOWED: dict[str, dict[str, str]] = {
         "expression": "a tsvector expression of code-literal columns and cfg (tool_text_index_sql)",
         "NON_ASCII_TOOL_TEXT": "module constant: the partial index predicate",
         "postgres_append.LOCK.format(key='%s')": "module constant: the lock expression, with a placeholder",
+        "insert": "locked_insert: appends.statement(), the append's SQL from code constants, with placeholders",
         "NON_ASCII_TEXT": "module constant: the partial index predicate",
         "head": "orm.insert_rows: 'INSERT INTO assistant_messages (<bulk_columns>) VALUES '",
         "row_sql": "'(%s, …)' only",
