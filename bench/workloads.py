@@ -264,14 +264,38 @@ PREPARED = {"server_side_binding": True, "prepare_threshold": 5}
 langchain peer's): server-side binding, prepared from the fifth execution on (psycopg's default)."""
 
 
+class Neutral:
+    """Untimed work run before every timed append, the same whichever implementation comes next:
+    an insert into a table of its own on a connection of its own, and unrelated Python work.
+
+    Without it each implementation ran right after the one before it in the rotation, on the
+    caches that one had warmed: our variants (same code, same tables) after each other were
+    0.2-0.3 ms faster an append on Postgres than the one of them that followed a peer, which is
+    why ``ours + compact_after`` had measured below plain ``ours``.  An agent's appends are
+    separated by other work, so every implementation now starts from someone else's."""
+
+    def __init__(self, alias: str) -> None:
+        self.raw = Raw(own_connection(alias, "neutral"))
+        self.raw.execute("DROP TABLE IF EXISTS bench_neutral")
+        self.raw.execute("CREATE TABLE bench_neutral (id integer PRIMARY KEY, body text NOT NULL)")
+        self.doc = {"items": [{"key": i, "value": f"item {i}", "tags": ["a", "b"]} for i in range(400)]}
+        self.count = 0
+
+    def __call__(self) -> None:
+        self.count += 1
+        json.loads(json.dumps(self.doc))
+        self.raw.execute("INSERT INTO bench_neutral (id, body) VALUES (%s, %s)", [self.count, "neutral"])
+
+
 def append_one_by_one(alias: str, database: str, n: int, peers: list) -> list[Result]:
     """Workload 1: n auto-parented appends per implementation; per-append median at the start and at the end.
 
     Interleaved: append i goes to every implementation in turn (the order rotating with i), so
-    a slow spell of a shared machine (a busy disk, a stolen core) hits them all alike.  Each
-    implementation has a connection of its own, as each peer has, so none runs on a connection
-    the one before it has just used.  Besides wall time, each row reports the median process CPU
-    time of an append (the client's share).
+    a slow spell of a shared machine (a busy disk, a stolen core) hits them all alike, each
+    after the same untimed :class:`Neutral` step.  Each implementation has a connection of its
+    own, as each peer has, so none runs on a connection the one before it has just used.
+    Besides wall time, each row reports the median process CPU time of an append (the client's
+    share).
     """
     window = max(10, n // 20)  # the first and last 5 % of appends
     session = Session.create(using=alias).for_session(_sid("append"))
@@ -291,11 +315,13 @@ def append_one_by_one(alias: str, database: str, n: int, peers: list) -> list[Re
         prepared = Session.create(using=own_connection(alias, "prepared", **PREPARED)).for_session(_sid("append-p"))
         impls.insert(1, (PREPARED_OURS, lambda i: prepared.append_message(message(i))))
     impls += [(peer.name, lambda i, peer=peer: peer.append(peer_item(i))) for peer in peers]
+    neutral = Neutral(alias)
     wall: dict[str, list[float]] = {label: [] for label, _ in impls}
     cpu: dict[str, list[float]] = {label: [] for label, _ in impls}
     for i in tqdm(range(n), desc=f"append ×{n} × {len(impls)}, interleaved [{database}]", leave=False):
         k = i % len(impls)
         for label, append in impls[k:] + impls[:k]:
+            neutral()
             before = time.process_time()
             wall[label].append(timed(lambda append=append, i=i: append(i))[0])
             cpu[label].append(time.process_time() - before)
