@@ -154,3 +154,18 @@ def restore_seq_index(apps, schema_editor) -> None:
     if schema_editor.connection.vendor == "postgresql":
         with schema_editor.connection.cursor() as cursor:
             backends.for_vendor("postgresql").restore_seq_index(cursor)
+
+
+def drop_session_id_pattern_index(apps, schema_editor) -> None:
+    """Postgres: drop the ``text_pattern_ops`` index Django made beside the session table's text key."""
+    if schema_editor.connection.vendor == "postgresql":
+        with schema_editor.connection.cursor() as cursor:
+            backends.for_vendor("postgresql").drop_session_id_pattern_index(cursor)
+
+
+def restore_session_id_pattern_index(apps, schema_editor) -> None:
+    """Reverse of :func:`drop_session_id_pattern_index`, under Django's own name for it."""
+    if schema_editor.connection.vendor == "postgresql":
+        name = schema_editor._create_index_name("assistant_sessions", ["id"], suffix="_like")
+        with schema_editor.connection.cursor() as cursor:
+            backends.for_vendor("postgresql").restore_session_id_pattern_index(cursor, name)

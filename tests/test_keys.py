@@ -238,3 +238,40 @@ def test_partition_tables_refuses_clearly_and_changes_nothing():
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM assistant_messages")
         assert cursor.fetchone()[0] == 0
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_session_table_has_no_like_index_and_its_migration_reverses():
+    """Migration 0022 drops Django's ``text_pattern_ops`` index on ``assistant_sessions.id`` (every
+    append's update of its session row paid an entry in it); going back restores it, by Django's name."""
+    from django.db.migrations.executor import MigrationExecutor
+
+    from agent_sessions.storage import postgres
+
+    def pattern_indexes() -> list[str]:
+        with connection.cursor() as cursor:
+            return postgres.session_id_pattern_indexes(cursor)
+
+    def index_names() -> set[str]:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'assistant_sessions'")
+            return {row[0] for row in cursor.fetchall()}
+
+    kept = index_names()
+    assert pattern_indexes() == []
+    assert "assistant_sessions_pkey" in kept
+    assert len(kept) == 3  # the key, the owner, updated_at
+    executor = MigrationExecutor(connection)
+    node = ("agent_sessions", "0022_drop_session_id_like_index")
+    migration = executor.loader.graph.nodes[node]
+    executor.unapply_migration(executor.loader.project_state(node, at_end=True), migration)
+    try:
+        with connection.schema_editor() as editor:
+            expected = editor._create_index_name("assistant_sessions", ["id"], suffix="_like")
+        assert pattern_indexes() == [expected]
+        assert index_names() == kept | {expected}
+    finally:
+        executor.apply_migration(executor.loader.project_state(node, at_end=False), migration)
+    assert pattern_indexes() == []
+    assert index_names() == kept

@@ -176,7 +176,7 @@ ALLOWED: dict[str, dict[str, str]] = {
     "storage/postgres.py": {
         "table": "code-literal table names (upgrade_keys)",
         "new": "code-literal column lists (upgrade_keys)",
-        "name": "a constraint name read from pg_constraint, double-quoted",
+        "name": "a constraint or index name read from the catalog (or Django's index name), double-quoted",
         "cfg": "AGENT_SESSIONS_PG_TEXT_SEARCH_CONFIG (a setting, quotes doubled)",
         "expression": "a tsvector expression of code-literal columns and cfg (tool_text_index_sql)",
         "NON_ASCII_TOOL_TEXT": "module constant: the partial index predicate",

@@ -318,6 +318,36 @@ def restore_seq_index(cursor) -> None:
     cursor.execute("CREATE INDEX IF NOT EXISTS assistant_msg_sess_seq ON assistant_messages (session_id, seq)")
 
 
+# Single-column ``text_pattern_ops`` indexes on ``assistant_sessions.id``: what Django adds beside
+# a text primary key for ``LIKE 'prefix%'`` lookups.
+_SESSION_ID_PATTERN_INDEXES = (
+    "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+    "JOIN pg_opclass o ON o.oid = i.indclass[0] "
+    "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] "
+    "WHERE i.indrelid = 'assistant_sessions'::regclass AND i.indnatts = 1 "
+    "AND a.attname = 'id' AND o.opcname = 'text_pattern_ops'"
+)
+
+
+def session_id_pattern_indexes(cursor) -> list[str]:
+    """Names of the ``text_pattern_ops`` indexes on ``assistant_sessions.id``."""
+    cursor.execute(_SESSION_ID_PATTERN_INDEXES)
+    return [row[0] for row in cursor.fetchall()]
+
+
+def drop_session_id_pattern_index(cursor) -> None:
+    """Drop Django's ``LIKE`` index on the session id (migration 0022): nothing here looks sessions up
+    by an id prefix, and every append paid an entry in it, since its update of the session row
+    (count, ``updated_at``) writes a new version that every index of the table indexes."""
+    for name in session_id_pattern_indexes(cursor):
+        cursor.execute(f'DROP INDEX IF EXISTS "{name}"')
+
+
+def restore_session_id_pattern_index(cursor, name: str) -> None:
+    """Reverse of :func:`drop_session_id_pattern_index`, under the name Django gives it (``name``)."""
+    cursor.execute(f'CREATE INDEX IF NOT EXISTS "{name}" ON assistant_sessions (id text_pattern_ops)')
+
+
 def downgrade_keys(cursor, old_path_key_index: str) -> None:
     """Reverse of :func:`upgrade_keys` for tables created by migration 0001 (not partitioned)."""
     cursor.execute("SELECT relkind FROM pg_class WHERE oid = 'assistant_messages'::regclass")
