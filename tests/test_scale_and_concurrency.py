@@ -12,7 +12,7 @@ from agent_sessions import Session
 from agent_sessions.models import Message
 from tests.conftest import msg
 from tests.support.build import bulk_chain
-from tests.support.pg import messages_partitioned
+from tests.support.pg import messages_partitioned, plan_nodes
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -181,12 +181,7 @@ def test_per_session_reads_stay_on_the_primary_key_when_a_few_sessions_fill_the_
 
 def _scans_of(node: dict, alias: str) -> list[dict]:
     """The plan nodes (EXPLAIN's JSON) that scanned the table under ``alias`` (or one of its partitions)."""
-    found = []
-    if node.get("Alias", "").split("_")[0] == alias and node.get("Actual Loops", 0):
-        found.append(node)
-    for child in node.get("Plans", []):
-        found += _scans_of(child, alias)
-    return found
+    return [n for n in plan_nodes(node) if n.get("Alias", "").split("_")[0] == alias and n.get("Actual Loops", 0)]
 
 
 @pytest.mark.django_db

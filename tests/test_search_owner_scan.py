@@ -17,6 +17,7 @@ from agent_sessions.search.args import as_query
 from agent_sessions.search.plan import MESSAGES, Filters
 from agent_sessions.storage import orm
 from tests.conftest import msg
+from tests.support.pg import plan_nodes
 
 pytestmark = pytest.mark.postgres_only
 
@@ -44,10 +45,7 @@ def _word_index_reads(filters: Filters) -> tuple[int, int]:
         plan = cursor.fetchone()[0]
     plan = json.loads(plan) if isinstance(plan, str) else plan
     scans = pages = 0
-    stack = [plan[0]["Plan"]]
-    while stack:
-        node = stack.pop()
-        stack += node.get("Plans", [])
+    for node in plan_nodes(plan[0]["Plan"]):
         if node["Node Type"] == "Bitmap Index Scan" and "session_fts" in node.get("Index Name", ""):
             # A condition on session_id = ANY(array) is one GIN scan per element, each reading the
             # pending list; the plan shows it as the index condition.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from django.db import connection
 
 
@@ -10,3 +12,10 @@ def messages_partitioned() -> bool:
     with connection.cursor() as cursor:
         cursor.execute("SELECT relkind FROM pg_class WHERE oid = 'assistant_messages'::regclass")
         return cursor.fetchone()[0] == "p"
+
+
+def plan_nodes(node: dict) -> Iterator[dict]:
+    """Every node of an ``EXPLAIN (FORMAT JSON)`` plan under ``node`` (itself first), depth first."""
+    yield node
+    for child in node.get("Plans", []):
+        yield from plan_nodes(child)
