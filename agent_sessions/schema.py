@@ -142,30 +142,29 @@ class ReplaceTrigger(migrations.operations.base.Operation):
         return f"Replace trigger {self.new.name} on model {self.model_name}"
 
 
-def drop_duplicate_seq_index(apps, schema_editor) -> None:
-    """Postgres: the ``(session_id, seq)`` index duplicates the primary key since migration 0010."""
+def _on_postgres(schema_editor, step: str, *args) -> None:
+    """Run the Postgres backend's ``step(cursor, *args)`` on the migrated database; nothing elsewhere."""
     if schema_editor.connection.vendor == "postgresql":
         with schema_editor.connection.cursor() as cursor:
-            backends.for_vendor("postgresql").drop_duplicate_seq_index(cursor)
+            getattr(backends.for_vendor("postgresql"), step)(cursor, *args)
+
+
+def drop_duplicate_seq_index(apps, schema_editor) -> None:
+    """Postgres: the ``(session_id, seq)`` index duplicates the primary key since migration 0010."""
+    _on_postgres(schema_editor, "drop_duplicate_seq_index")
 
 
 def restore_seq_index(apps, schema_editor) -> None:
     """Reverse of :func:`drop_duplicate_seq_index`."""
-    if schema_editor.connection.vendor == "postgresql":
-        with schema_editor.connection.cursor() as cursor:
-            backends.for_vendor("postgresql").restore_seq_index(cursor)
+    _on_postgres(schema_editor, "restore_seq_index")
 
 
 def drop_session_id_pattern_index(apps, schema_editor) -> None:
     """Postgres: drop the ``text_pattern_ops`` index Django made beside the session table's text key."""
-    if schema_editor.connection.vendor == "postgresql":
-        with schema_editor.connection.cursor() as cursor:
-            backends.for_vendor("postgresql").drop_session_id_pattern_index(cursor)
+    _on_postgres(schema_editor, "drop_session_id_pattern_index")
 
 
 def restore_session_id_pattern_index(apps, schema_editor) -> None:
     """Reverse of :func:`drop_session_id_pattern_index`, under Django's own name for it."""
-    if schema_editor.connection.vendor == "postgresql":
-        name = schema_editor._create_index_name("assistant_sessions", ["id"], suffix="_like")
-        with schema_editor.connection.cursor() as cursor:
-            backends.for_vendor("postgresql").restore_session_id_pattern_index(cursor, name)
+    name = schema_editor._create_index_name("assistant_sessions", ["id"], suffix="_like")
+    _on_postgres(schema_editor, "restore_session_id_pattern_index", name)
