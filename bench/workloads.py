@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
+from django.conf import settings
 from django.db import connections
 from tqdm import tqdm
 
@@ -252,16 +253,10 @@ def own_connection(alias: str, tag: str, **options: Any) -> str:
     ``options`` added to its ``OPTIONS``."""
     name = f"{alias}-{tag}"
     if name not in connections.settings:
-        settings = dict(connections.settings[alias])
-        settings["OPTIONS"] = {**settings.get("OPTIONS", {}), **options}
-        connections.settings[name] = settings
+        config = dict(connections.settings[alias])
+        config["OPTIONS"] = {**config.get("OPTIONS", {}), **options}
+        connections.settings[name] = config
     return name
-
-
-PREPARED_OURS = "ours, prepared statements"
-PREPARED = {"server_side_binding": True, "prepare_threshold": 5}
-"""Django's ``OPTIONS`` for statements prepared as a plain psycopg connection prepares them (the
-langchain peer's): server-side binding, prepared from the fifth execution on (psycopg's default)."""
 
 
 class Neutral:
@@ -312,8 +307,11 @@ def append_one_by_one(alias: str, database: str, n: int, peers: list) -> list[Re
         ("raw SQL", lambda i: raw.append(sid, message(i))),
     ]
     if connections[alias].vendor == "postgresql":
-        prepared = Session.create(using=own_connection(alias, "prepared", **PREPARED)).for_session(_sid("append-p"))
-        impls.insert(1, (PREPARED_OURS, lambda i: prepared.append_message(message(i))))
+        # The shipped prepared-statement options: psycopg's default threshold, as the langchain
+        # peer's plain psycopg connection prepares its statements.
+        options = settings.PREPARED_STATEMENTS_OPTIONS
+        prepared = Session.create(using=own_connection(alias, "prepared", **options)).for_session(_sid("append-p"))
+        impls.insert(1, ("ours, prepared statements", lambda i: prepared.append_message(message(i))))
     impls += [(peer.name, lambda i, peer=peer: peer.append(peer_item(i))) for peer in peers]
     neutral = Neutral(alias)
     wall: dict[str, list[float]] = {label: [] for label, _ in impls}

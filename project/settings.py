@@ -73,10 +73,11 @@ DATABASES = {
 # statement prepared from its fifth execution on a connection. Off by default, as in Django, since
 # a transaction-mode pooler older than PgBouncer 1.21 cannot carry them; docker-compose.yml turns
 # them on (persistent connections straight to Postgres).
+PREPARED_STATEMENTS_OPTIONS = {"server_side_binding": True, "prepare_threshold": 5}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool(
     "DATABASE_PREPARED_STATEMENTS", False
 ):
-    DATABASES["default"].setdefault("OPTIONS", {}).update(server_side_binding=True, prepare_threshold=5)
+    DATABASES["default"].setdefault("OPTIONS", {}).update(PREPARED_STATEMENTS_OPTIONS)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Concurrent writers wait for the lock instead of failing at once.
     # IMMEDIATE: a transaction takes the write lock at BEGIN and waits for it; a deferred

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `make test`: the whole suite on SQLite, on PostgreSQL, and on PostgreSQL with hash-partitioned
-# tables and prepared statements (server-side binding), side by side. Each run gets its own test database (per process) and its own Redis
-# databases, so the Celery workers of one run never take another run's tasks. Each run's output
-# goes to a log that is printed when it ends; the exit status is non-zero if any run failed.
+# tables and prepared statements (server-side binding), side by side. Each run gets its own test
+# database (per process) and its own Redis databases, so the Celery workers of one run never take
+# another run's tasks. Each run's output goes to a log that is printed when it ends; the exit
+# status is non-zero if any run failed.
 set -u
 PY=${PY:-.venv/bin/python}
 PYTEST_ARGS=${PYTEST_ARGS:-}

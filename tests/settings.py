@@ -30,7 +30,8 @@ if DB in {"postgres", "postgresql", "pg"}:
     # statements (Django's OPTIONS server_side_binding and prepare_threshold), as a deployment
     # that opts into prepared statements runs; every statement of the library must work so.
     if os.environ.get("AGENT_SESSIONS_TEST_SERVER_BINDING"):
-        DATABASES["default"]["OPTIONS"] = {"server_side_binding": True, "prepare_threshold": 2}
+        # Prepared from the second execution on, so short tests run their statements prepared too.
+        DATABASES["default"]["OPTIONS"] = {**PREPARED_STATEMENTS_OPTIONS, "prepare_threshold": 2}  # noqa: F405
 else:
     DB = "sqlite"
     _DIR = tempfile.mkdtemp(prefix="agent-sessions-tests-")
