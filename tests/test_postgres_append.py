@@ -216,3 +216,73 @@ def test_each_migration_step_counts_an_append_once():
             _run(url, "manage.py", "migrate", "agent_sessions", target, "--noinput", "-v0")
             counts.append(_run(url, "-c", _APPEND_AND_COUNT, f"m{i}").split())
         assert counts == [["1", "1"], ["2", "2"], ["3", "3"]]
+
+
+def _remembered() -> str | None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting(%s, true)", [postgres_append.MODE_SETTING])
+        return cursor.fetchone()[0] or None
+
+
+def _stamp() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT " + postgres_append.STAMP)
+        return cursor.fetchone()[0]
+
+
+def _remember(value: str) -> None:
+    with connection.cursor() as cursor:  # a session-level setting, taken back with the test's transaction
+        cursor.execute("SELECT set_config(%s, %s, false)", [postgres_append.MODE_SETTING, value])
+
+
+def test_a_connection_remembers_kept_plans_for_the_table_it_found_them_on(session_id):
+    """The mode is a catalog query; once plans are kept the connection keeps the answer, stamped
+    with the table's oid and file, and asks again only for another table or file."""
+    kept = "partitioned kept" if messages_partitioned() else "kept"
+    _analyze(1_500, session_id)
+    _remember("")
+    session = Session.create().for_session(session_id)
+    assert session.append_message(msg("a")) is True
+    assert _remembered() == f"{_stamp()} {kept}"
+
+    _analyze(0, session_id)  # stats of a small table: planned per call, never remembered ...
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM assistant_messages WHERE session_id <> %s", [session_id])
+        cursor.execute("ANALYZE assistant_messages")
+    assert _mode() == kept.replace("kept", "planned").replace("partitioned planned", "partitioned")
+    _remember("")
+    assert session.append_message(msg("b")) is True
+    assert _remembered() is None
+
+    def statements_run(mid: str) -> list[str]:
+        with _nested_plans() as plans:
+            assert session.append_message(msg(mid)) is True
+        return [plan for plan in plans if "Insert on assistant_messages" in plan]
+
+    # ... unless the connection remembers kept plans for this very table: then it trusts that.
+    _remember(f"{_stamp()} {kept}")
+    (static,) = statements_run("c")
+    assert "$1" not in static
+    assert "p_session_id" in static
+    # Remembered for another table (or another file of it), the mode is asked again.
+    oid, filenode = _stamp().split("/")
+    _remember(f"{oid}/{int(filenode) + 1} {kept}")
+    (dynamic,) = statements_run("d")
+    assert "$1" in dynamic
+    assert "p_session_id" not in dynamic
+    assert _remembered() == f"{oid}/{int(filenode) + 1} {kept}"
+    rows = Message.objects.filter(session_id=session_id).order_by("seq")
+    assert [(m.message_id, m.parent_id) for m in rows] == [("a", None), ("b", "a"), ("c", "b"), ("d", "c")]
+
+
+def test_the_stamp_changes_with_the_tables_file():
+    """A truncated table is a new file: a connection asks again whether plans are kept there."""
+    before = _stamp()
+    with connection.cursor() as cursor:
+        cursor.execute("TRUNCATE assistant_messages CASCADE")  # rolled back with the test
+    if messages_partitioned():  # the parent has no file; its partitions' are not seen (documented)
+        assert _stamp() == before
+        assert before.endswith("/0")
+    else:
+        assert _stamp() != before
+        assert _stamp().split("/")[0] == before.split("/")[0]
