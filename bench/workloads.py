@@ -285,12 +285,15 @@ class Neutral:
 def append_one_by_one(alias: str, database: str, n: int, peers: list) -> list[Result]:
     """Workload 1: n auto-parented appends per implementation; per-append median at the start and at the end.
 
-    Interleaved: append i goes to every implementation in turn (the order rotating with i), so
-    a slow spell of a shared machine (a busy disk, a stolen core) hits them all alike, each
-    after the same untimed :class:`Neutral` step.  Each implementation has a connection of its
-    own, as each peer has, so none runs on a connection the one before it has just used.
-    Besides wall time, each row reports the median process CPU time of an append (the client's
-    share).
+    Interleaved: append i goes to every implementation in turn, so a slow spell of a shared
+    machine (a busy disk, a stolen core) hits them all alike, each after the same untimed
+    :class:`Neutral` step.  The order is drawn afresh for each i (seeded), so each
+    implementation follows every other equally often: rotated, one always came after the same
+    neighbour, and on SQLite the one after the openai-agents peer lost 4-13 % to whatever that
+    peer leaves in the process (CPU time too, not only waiting).  Each implementation has a
+    connection of its own, as each peer has, so none runs on a connection the one before it has
+    just used.  Besides wall time, each row reports the median process CPU time of an append
+    (the client's share).
     """
     window = max(10, n // 20)  # the first and last 5 % of appends
     session = Session.create(using=alias).for_session(_sid("append"))
@@ -316,9 +319,9 @@ def append_one_by_one(alias: str, database: str, n: int, peers: list) -> list[Re
     neutral = Neutral(alias)
     wall: dict[str, list[float]] = {label: [] for label, _ in impls}
     cpu: dict[str, list[float]] = {label: [] for label, _ in impls}
+    order = random.Random(1)
     for i in tqdm(range(n), desc=f"append ×{n} × {len(impls)}, interleaved [{database}]", leave=False):
-        k = i % len(impls)
-        for label, append in impls[k:] + impls[:k]:
+        for label, append in order.sample(impls, len(impls)):
             neutral()
             before = time.process_time()
             wall[label].append(timed(lambda append=append, i=i: append(i))[0])
