@@ -109,9 +109,13 @@ def test_numbers_decode_to_the_same_int_or_float(numbers):
     ],
 )
 def test_long_numbers_among_short_rows_stay_what_json_makes_them(number):
-    texts = [f'{{"id":"m{i}","n":1}}' for i in range(300)] + ['{"id":"big","n":' + number + "}"]
-    _same(loads_many(texts), [json.loads(t) for t in texts])
-    _same(loads(texts[-1]), json.loads(texts[-1]))
+    big = '{"id":"big","n":' + number + "}"
+    # The batch is looked at in chunks (decode.GUARD_CHUNK): the long row first, last, and at a chunk's edges.
+    for position in (0, decode.GUARD_CHUNK - 1, decode.GUARD_CHUNK, 2 * decode.GUARD_CHUNK + 1):
+        texts = [f'{{"id":"m{i}","n":1}}' for i in range(2 * decode.GUARD_CHUNK + 1)]
+        texts.insert(position, big)
+        _same(loads_many(texts), [json.loads(t) for t in texts])
+    _same(loads(big), json.loads(big))
 
 
 @pytest.mark.parametrize("bad", ['{"a": }', "NaN", '"\\ud800"', "\ufeff{}", None, b'{"b": 1}', '"\ud800"'])

@@ -113,14 +113,28 @@ def loads_many(texts: Sequence[str]) -> list[Any]:
         return _loads_many(texts)
 
 
+GUARD_CHUNK = 250
+"""Texts joined per look for a long run of digits (about 25 KB of messages).  Joined all at once,
+10,000 rows made three fresh 1 MB buffers, whose page faults cost as much as the look itself
+(1.5 against 0.6 ms); a run inside one text is inside one chunk all the same."""
+
+
+def _batch_may_hold_big_integer(texts: Sequence[str]) -> bool:
+    """Whether any of ``texts`` may hold an integer orjson would turn into a float (TypeError: not all str)."""
+    return any(
+        _may_hold_big_integer("".join(texts[start : start + GUARD_CHUNK]))
+        for start in range(0, len(texts), GUARD_CHUNK)
+    )
+
+
 def _loads_many(texts: Sequence[str]) -> list[Any]:
     if _orjson_loads is None:
         return [_scanned(t) for t in texts]
     try:
-        joined = "".join(texts)
+        risky = _batch_may_hold_big_integer(texts)
     except TypeError:  # a foreign writer's bytes among them
         return [loads(t) for t in texts]
-    if _may_hold_big_integer(joined):
+    if risky:
         return [loads(t) for t in texts]
     fast = _orjson_loads
     try:
