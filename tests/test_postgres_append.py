@@ -42,6 +42,13 @@ def _mode() -> str:
         return cursor.fetchone()[0]
 
 
+def _setting(name: str) -> str | None:
+    """The connection's value of the custom setting ``name`` (None: never set on it)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting(%s, true)", [name])
+        return cursor.fetchone()[0]
+
+
 def test_the_installed_function_is_the_one_the_code_generates():
     # A change to storage/appends.py needs a migration that installs the function again.
     with connection.cursor() as cursor:
@@ -86,8 +93,7 @@ def test_the_function_counts_its_own_row_and_the_trigger_every_other(session_id,
     session = Session.create().for_session(session_id)
     with transaction.atomic(), connection.cursor() as cursor:  # the setting ends with the call
         assert session.append_message(msg("a")) is True
-        cursor.execute("SELECT current_setting(%s, true)", [triggers.COUNTED_BY_APPEND])
-        assert cursor.fetchone()[0] in (None, "")
+        assert _setting(triggers.COUNTED_BY_APPEND) in (None, "")
         cursor.execute(
             "INSERT INTO assistant_messages (id, session_id, parent_id, role, content) "
             "VALUES ('raw', %s, 'a', 'user', '{}')",
@@ -219,9 +225,7 @@ def test_each_migration_step_counts_an_append_once():
 
 
 def _remembered() -> str | None:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT current_setting(%s, true)", [postgres_append.MODE_SETTING])
-        return cursor.fetchone()[0] or None
+    return _setting(postgres_append.MODE_SETTING) or None
 
 
 def _stamp() -> str:
