@@ -67,6 +67,26 @@ def test_a_linear_session_is_read_without_the_walk(session, is_postgres):
     assert [m["id"] for m in session.get_history("m9")] == [f"m{i}" for i in range(10)]
 
 
+def test_a_linear_session_with_an_overlay_is_read_as_a_range_with_the_overlay_applied(session, is_postgres):
+    for i in range(30):
+        session.append_message(msg(f"m{i}"))
+    plain = _sent(session.get_history)
+    session.add_compaction("summary of m3..m10", "m3", "m10")
+    sent = _sent(session.get_history)
+    history = session.get_history()
+    assert history == _walked(session, "get_history")
+    assert [m["id"] for m in history][:3] == ["m0", "m1", "m2"]
+    assert "summary of m3..m10" in json.dumps(history[3])
+    assert [m["id"] for m in history][4:] == [f"m{i}" for i in range(11, 30)]
+    assert not any("RECURSIVE" in sql for sql in sent), sent
+    assert len(sent) == len(plain) + 1, sent  # the overlays themselves, read only when there are some
+    if not is_postgres:
+        # The overlay check rides on the leaf lookup, not on each of the range's rows.
+        leaf, ranged = plain
+        assert "assistant_compactions" in leaf, leaf
+        assert "assistant_compactions" not in ranged, ranged
+
+
 def test_the_newest_messages_of_a_linear_session_are_read_without_the_walk(session):
     for i in range(80):
         session.append_message(msg(f"m{i}"))

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Sized
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from django.db import DataError, OperationalError, connections, router, transaction
 from django.utils import timezone
@@ -216,18 +217,26 @@ class DjangoSessionProvider:
         """The root-ward walk CTE from ``leaf_id`` (None: the latest leaf) and its parameters."""
         return walks.walk(self.connection.vendor, self.session_id, leaf_id)
 
-    def _range_path(self, leaf_id: str | None, columns: str, params: list) -> list | None:
-        """``(id, parent_id, *columns)`` of the path, root first, from one range scan of the session
-        (:mod:`~agent_sessions.storage.range_reads`); None: the session branches, so walk instead."""
+    def _range_path(self, leaf_id: str | None, *, once: tuple[str, list] = ("NULL", [])) -> tuple[list, Any] | None:
+        """``(id, parent_id, content)`` of the path, root first, from one range scan of the session
+        (:mod:`~agent_sessions.storage.range_reads`), and the value of ``once``; None: the session
+        branches, so walk instead."""
         return range_reads.read_path(
-            self._fetchall, self.connection.vendor, self.session_id, leaf_id, columns, params, conf.max_path_depth()
+            self._fetchall,
+            self.connection.vendor,
+            self.session_id,
+            leaf_id,
+            "m.content",
+            [],
+            conf.max_path_depth(),
+            once=once,
         )
 
     def get_raw_path(self, leaf_id: str | None = None) -> list[dict]:
         """Root→leaf messages as stored, without overlays (one query, the leaf lookup included)."""
-        ranged = self._range_path(leaf_id, "m.content", [])
+        ranged = self._range_path(leaf_id)
         if ranged is not None:
-            return decode.loads_many([r[2] for r in ranged])
+            return decode.loads_many([r[2] for r in ranged[0]])
         cte, params = self._walk(leaf_id)
         rows = self._fetchall(
             cte + "SELECT m.content FROM path JOIN assistant_messages m ON " + PATH_ROW + " ORDER BY path.n DESC",
@@ -242,18 +251,21 @@ class DjangoSessionProvider:
         the walk; either query also tells whether the session has any overlay, so a
         session without one is read in a single query (two when it branches).
         """
-        rows = self._range_path(leaf_id, f"m.content, {_HAS_OVERLAYS}", [self.session_id])
-        if rows is None:
+        ranged = self._range_path(leaf_id, once=(_HAS_OVERLAYS, [self.session_id]))
+        if ranged is not None:
+            rows, has_overlays = ranged
+        else:
             cte, params = self._walk(leaf_id)
             rows = self._fetchall(
                 cte + f"SELECT NULL, NULL, m.content, CASE WHEN path.n = 0 THEN {_HAS_OVERLAYS} END FROM path "
                 "JOIN assistant_messages m ON " + PATH_ROW + " ORDER BY path.n DESC",
                 [*params, self.session_id],
             )
+            has_overlays = rows[-1][3] if rows else None
         if not rows:
             return []
         path = decode.loads_many([r[2] for r in rows])
-        return apply_overlays(path, self.get_compactions()) if rows[-1][3] is not None else path
+        return apply_overlays(path, self.get_compactions()) if has_overlays is not None else path
 
     def get_path_length(self, leaf_id: str | None = None) -> int:
         """Number of stored messages from the root to the leaf (no overlays)."""
