@@ -13,6 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from agent_sessions import SessionManager
 from agent_sessions.manager import SessionNotFound
 from agent_sessions.models import Message, SessionRecord
+from agent_sessions.storage import backends
 from agent_sessions.types import dump_message
 from tests.conftest import msg
 
@@ -165,6 +166,7 @@ def test_fork_in_sql_mints_uuid4_ids_and_rewrites_only_the_id(manager):
     assert list(mapping) == odd
     for copy_id in mapping.values():
         assert uuid.UUID(copy_id).version == 4
+        assert uuid.UUID(copy_id).variant == uuid.RFC_4122
         assert uuid.UUID(copy_id).hex == copy_id
     originals = {r[0]: r for r in _stored(s)}
     for copy_id, parent, origin, depth, tokens, path_tokens, content in _stored(forked.id):
@@ -174,6 +176,26 @@ def test_fork_in_sql_mints_uuid4_ids_and_rewrites_only_the_id(manager):
         expected = json.loads(original[6])
         expected["id"] = copy_id
         assert content == dump_message(expected)  # byte for byte what a Python copy writes
+
+
+def test_ids_minted_in_sql_are_distinct_uuid4_hex():
+    """The backend's id expression, evaluated per row: 32 lower-case hex digits (zero-padded),
+    version 4, variant 10xx, all distinct over 5,000 rows."""
+    expression = backends.for_alias("default").RANDOM_HEX_EXPR
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 5000) "
+            f"SELECT {expression} FROM r",
+            [],  # with parameters, as in the copy: the expression's percent signs are escaped for them
+        )
+        ids = [row[0] for row in cursor.fetchall()]
+    assert len(set(ids)) == 5000
+    for new_id in ids:
+        parsed = uuid.UUID(hex=new_id)
+        assert (parsed.hex, parsed.version, parsed.variant) == (new_id, 4, uuid.RFC_4122), new_id
+    # Every hex digit position varies except the version digit (and the variant digit's top bits).
+    assert {len({i[k] for i in ids}) for k in range(32) if k not in (12, 16)} == {16}
+    assert {i[16] for i in ids} == set("89ab")
 
 
 def test_fork_of_foreign_rows_copies_in_python(manager):

@@ -166,8 +166,6 @@ ALLOWED: dict[str, dict[str, str]] = {
         "parent_sql": "one of three module-constant subqueries",
         "sql": "recent_cte() (module constants) formatted with BYTES_EXPR",
         "membership": "backend.in_list(): a constant membership test with one %s placeholder",
-        "shape(h='path.h')": "backend NEW_ID_EXPR (a constant) formatted with a code-literal column",
-        "shape(h='path.parent_h')": "backend NEW_ID_EXPR (a constant) formatted with a code-literal column",
         "copy_cte(self.connection.vendor, backend.RANDOM_HEX_EXPR)": "module-constant walk + backend constant",
         "_COPY_COLUMNS": "module constant: the column list of copy_path_to",
         "quote": "backend JSON_QUOTE_EXPR (a constant) formatted with a code-literal column",

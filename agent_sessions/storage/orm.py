@@ -637,11 +637,10 @@ class DjangoSessionProvider:
         """
         backend = self.backend
         quote = backend.JSON_QUOTE_EXPR.format(col="m.id")
-        shape = backend.NEW_ID_EXPR.format
         sql = (
             copy_cte(self.connection.vendor, backend.RANDOM_HEX_EXPR) + ", src AS MATERIALIZED ("
             "SELECT m.id, m.role, m.content, m.text_content, m.tool_text, m.created_at, m.tokens, path.n, path.acc, "
-            f"{shape(h='path.h')} AS new_id, {shape(h='path.parent_h')} AS parent_new, "
+            "path.h AS new_id, path.parent_h AS parent_new, "
             f"'{{\"id\":' || {quote} AS old_prefix "
             "FROM path JOIN assistant_messages m ON " + PATH_ROW + "), "
             # The copy's root: the row farthest from the leaf, and the total from the leaf up to it.

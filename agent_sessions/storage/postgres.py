@@ -24,10 +24,8 @@ vendor = "postgresql"
 
 BYTES_EXPR = "octet_length({col})"
 
-# A fresh uuid4 as 32 hex digits (what ``uuid.uuid4().hex`` gives), minted in SQL for bulk copies:
-# ``RANDOM_HEX_EXPR`` is computed once per row as ``{h}``, then shaped by ``NEW_ID_EXPR``.
+# A fresh uuid4 as 32 hex digits (what ``uuid.uuid4().hex`` gives), minted in SQL for bulk copies.
 RANDOM_HEX_EXPR = "replace(gen_random_uuid()::text, '-', '')"
-NEW_ID_EXPR = "{h}"
 # ``{col}`` (text) as a JSON string literal, escaped as Python's ``json.dumps`` escapes it.
 JSON_QUOTE_EXPR = "to_json({col})::text"
 
