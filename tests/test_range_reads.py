@@ -156,6 +156,26 @@ def test_rows_a_range_cannot_settle_are_walked(session, session_id):
     assert session.get_history() == _walked(session, "get_history")
 
 
+def test_a_latest_leaf_older_than_the_newest_rows_is_found_by_the_walk(session, session_id):
+    """The range reads look for the latest leaf among the newest rows only; past them, the walk's
+    full lookup finds it."""
+    for i in range(3):
+        session.append_message(msg(f"m{i}"))
+    # A chain stored leaf first (as an import might): each of the ten newest rows has a child.
+    for i in reversed(range(10)):
+        _foreign_row(session_id, f"c{i}", f"c{i - 1}" if i else "m2", i + 4)
+    window = {"max_content_bytes": 0, "min_recent_messages": 4}
+    sent = _sent(session.get_history)
+    assert any("RECURSIVE" in sql for sql in sent), sent
+    history = session.get_history()
+    assert [m["id"] for m in history] == ["m0", "m1", "m2", *(f"c{i}" for i in range(10))]
+    assert history == _walked(session, "get_history")
+    recent = session.get_recent_history(**window)
+    assert [m["id"] for m in recent.messages] == ["c6", "c7", "c8", "c9"]
+    assert recent == _walked(session, "get_recent_history", **window)
+    assert session.get_latest_leaf()["id"] == "c9"
+
+
 def test_follow_gives_up_where_only_the_walk_can_tell():
     assert range_reads.follow([], None, 10) is None
     chain = [("a", None, 1), ("b", "a", 2), ("c", "b", 3)]

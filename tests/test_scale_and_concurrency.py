@@ -155,7 +155,7 @@ def test_per_session_reads_stay_on_the_primary_key_when_a_few_sessions_fill_the_
     """With a few large sessions, each a big share of the table, ``session_id = X ORDER BY seq``
     walked the plain ``seq`` index backwards through every newer row of the others."""
     from agent_sessions.storage import range_reads
-    from agent_sessions.storage.walks import LATEST_LEAF, latest_leaf_params
+    from agent_sessions.storage.walks import LATEST_LEAF, latest_leaf_params, newest_leaf_params
 
     old = Session.create().for_session(session_id)
     bulk_chain(session_id, 3_000)
@@ -167,11 +167,11 @@ def test_per_session_reads_stay_on_the_primary_key_when_a_few_sessions_fill_the_
         plan = "\n".join(r[0] for r in cursor.fetchall())
         assert "assistant_msg_seq" not in plan, plan
         sql = range_reads._POSTGRES.format(columns="m.content", leaf=range_reads._LEAF[True])
-        leaf = latest_leaf_params(session_id)
+        leaf = newest_leaf_params(session_id)
         cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + sql, [*leaf, session_id, session_id, session_id])
         plan = "\n".join(r[0] for r in cursor.fetchall())
         assert "assistant_msg_seq" not in plan, plan
-        assert plan.count("Subquery Scan on newest") == 1, plan  # the leaf is planned once, read twice
+        assert plan.count("Subquery Scan on w") == 1, plan  # the leaf is planned once, read twice
     assert len(old.get_history()) == 3_000
     assert [m["id"] for m in old.get_recent_history(max_content_bytes=0, min_recent_messages=2).messages] == [
         "m2998",

@@ -113,6 +113,8 @@ ALLOWED: dict[str, dict[str, str]] = {
     "search/snippet.py": {},
     "search/plan.py": {"target.table": TARGET, "condition": FRAGMENT, "' AND '.join(inner)": FRAGMENT},
     "storage/walks.py": {
+        "_NEWEST_ARM": "module constant: the latest leaf's first arm",
+        "_NEWEST_ARM.format(inner=LEAF_COLUMNS)": "module constant + module-constant column list",
         "LATEST_LEAF": "module constant",
         "_CHILDLESS.format(t='w')": "module constant + code-literal alias",
         "_CHILDLESS.format(t='m')": "module constant + code-literal alias",
@@ -125,7 +127,7 @@ ALLOWED: dict[str, dict[str, str]] = {
         "columns": "a column list storage/orm.py builds from module constants",
         "_LEAF[leaf_id is None]": "one of two module-constant leaf lookups",
         "_NEWEST_LEAF[leaf_id is None]": "one of two module-constant leaf lookups",
-        "LATEST_LEAF_SEQ": "module constant (storage.walks)",
+        "NEWEST_LEAF_SEQ": "module constant (storage.walks)",
         "SESSION_RANGE.format(t='m.')": "module constant (storage.walks) + code-literal alias",
     },
     "api/auth.py": {

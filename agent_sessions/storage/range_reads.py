@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .walks import LATEST_LEAF_SEQ, SESSION_RANGE, latest_leaf_params
+from .walks import NEWEST_LEAF_SEQ, SESSION_RANGE, newest_leaf_params
 
 SLACK = 8
 """Read the rows up to the leaf when at most one in ``SLACK`` of them (plus ``SLACK``) is off its path;
@@ -25,8 +25,10 @@ the recent window reads ``SLACK`` rows past its minimum.  (The Postgres statemen
 Rows = Sequence[Sequence[Any]]
 
 _SEQ_BY_ID = "SELECT seq FROM assistant_messages WHERE session_id = %s AND id = %s"
+# The latest leaf as the first arm of walks.LATEST_LEAF alone: when it is not among the newest
+# rows, no leaf means no rows, and the caller walks (with the full lookup).
 _LEAF = {
-    True: LATEST_LEAF_SEQ,
+    True: NEWEST_LEAF_SEQ,
     False: "SELECT seq, depth, id FROM assistant_messages WHERE session_id = %s AND id = %s",
 }
 # Newest first, so the leaf is the first row and a LIMIT cuts the oldest rows: past the bound
@@ -77,7 +79,7 @@ def read_path(
     latest leaf), root first, and the value of ``once`` (an SQL expression and its parameters, read
     once per call rather than per row); None when the session branches too much before the leaf, or
     only the walk can tell.  ``params`` are those of ``columns``."""
-    leaf_params = latest_leaf_params(session_id) if leaf_id is None else [session_id, leaf_id]
+    leaf_params = newest_leaf_params(session_id) if leaf_id is None else [session_id, leaf_id]
     once_sql, once_params = once
     if vendor == "postgresql":
         # One round trip: the value rides on every row (an InitPlan, evaluated once).
@@ -129,7 +131,7 @@ def follow(rows: Rows, leaf_id: str | None, max_depth: int) -> Rows | None:
     return path if len(path) <= max_depth + 1 else None
 
 
-_NEWEST_LEAF = {True: "(SELECT leaf.seq FROM (" + LATEST_LEAF_SEQ + ") leaf)", False: "(" + _SEQ_BY_ID + ")"}
+_NEWEST_LEAF = {True: "(SELECT leaf.seq FROM (" + NEWEST_LEAF_SEQ + ") leaf)", False: "(" + _SEQ_BY_ID + ")"}
 
 
 def read_recent(
@@ -147,7 +149,7 @@ def read_recent(
     """The rows the recent-suffix walk (``walks.recent_cte``) would return, as ``(n, total, *rest)``
     with ``columns`` = ``bytes, *rest``, read as the newest rows up to the leaf (one range scan,
     ``min_recent`` + ``SLACK`` rows); None when they do not form the leaf's chain far enough."""
-    leaf_params = latest_leaf_params(session_id) if leaf_id is None else [session_id, leaf_id]
+    leaf_params = newest_leaf_params(session_id) if leaf_id is None else [session_id, leaf_id]
     # Postgres names the session as a one-value range (twice), SQLite by equality (once).
     template, named = (_RANGE, [session_id] * 2) if vendor == "postgresql" else (_SQLITE_RANGE, [session_id])
     sql = template.format(columns=columns, seq=_NEWEST_LEAF[leaf_id is None], limit="%s")

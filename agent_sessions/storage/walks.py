@@ -31,15 +31,17 @@ _CHILDLESS = (
 # whenever the session looks like a large share of the table (a few big sessions: 229,377
 # other rows read for the newest 8, 112 ms instead of 0.06 ms).
 SESSION_RANGE = "{t}session_id >= %s AND {t}session_id <= %s"
-_LATEST_LEAF_TEMPLATE = (
-    "SELECT {cols} FROM ("
-    "  SELECT * FROM ("
-    "    SELECT w.* FROM ("
+# (The spacing is the installed append function's: its body is generated from these strings.)
+_NEWEST_ARM = (
+    "SELECT w.* FROM ("
     "      SELECT {inner} FROM assistant_messages WHERE "
     + SESSION_RANGE.format(t="")
     + " ORDER BY session_id DESC, seq DESC LIMIT 8"
     "    ) w WHERE " + _CHILDLESS.format(t="w") + " ORDER BY w.session_id DESC, w.seq DESC LIMIT 1"
-    "  ) newest"
+)
+_LATEST_LEAF_TEMPLATE = (
+    "SELECT {cols} FROM ("
+    "  SELECT * FROM (    " + _NEWEST_ARM + "  ) newest"
     "  UNION ALL"
     "  SELECT * FROM ("
     "    SELECT {inner} FROM assistant_messages m WHERE "
@@ -61,6 +63,20 @@ LATEST_LEAF_SEQ = _LATEST_LEAF_TEMPLATE.format(cols="leaf.seq, leaf.depth, leaf.
 def latest_leaf_params(session_id: str) -> list[str]:
     """Parameters of :data:`LATEST_LEAF` (the session id, twice per arm)."""
     return [session_id] * 4
+
+
+# The first arm alone, for reads that can fall back to a walk when it finds nothing (the
+# range reads of storage/range_reads.py).  A client's statement is planned at every call
+# on Postgres, and the second arm doubled that: planning the last-50 read took 0.40 ms with
+# both arms and 0.25 ms with this one (execution 0.07 ms either way).
+NEWEST_LEAF_SEQ = "SELECT leaf.seq, leaf.depth, leaf.id FROM (" + _NEWEST_ARM.format(inner=LEAF_COLUMNS) + ") leaf"
+"""The latest leaf ``(seq, depth, id)`` when it is among the session's newest 8 rows (nearly always:
+a child is stored after its parent), else no row; parameters: :func:`newest_leaf_params`."""
+
+
+def newest_leaf_params(session_id: str) -> list[str]:
+    """Parameters of :data:`NEWEST_LEAF_SEQ` (the session id, twice)."""
+    return [session_id] * 2
 
 
 # Each step of a walk finds the parent by this injective key (length-prefixed
