@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent_sessions import InvalidMessage, Session, SessionManager
-from agent_sessions.storage import range_reads
+from agent_sessions.storage import range_reads, walks
 from tests.conftest import msg
 
 pytestmark = pytest.mark.django_db
@@ -173,7 +173,28 @@ def test_a_latest_leaf_older_than_the_newest_rows_is_found_by_the_walk(session, 
     recent = session.get_recent_history(**window)
     assert [m["id"] for m in recent.messages] == ["c6", "c7", "c8", "c9"]
     assert recent == _walked(session, "get_recent_history", **window)
+    # The client's own leaf lookups fall back to the whole session too.
     assert session.get_latest_leaf()["id"] == "c9"
+    assert session.get_path_length() == 13
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE assistant_messages SET path_tokens = 1234 WHERE id = 'c9'")
+    assert session.storage.visible_history_tokens() == 1234
+
+
+def test_the_latest_leaf_is_looked_for_among_the_newest_rows_first(session):
+    """One statement, without the whole-session arm, when the leaf is among the newest rows; the
+    whole lookup follows only when that finds nothing (here: an empty session)."""
+    assert _sent(session.get_latest_leaf) == [walks.NEWEST_LEAF_CONTENT, walks.LATEST_LEAF_CONTENT]
+    assert session.get_latest_leaf() is None
+    assert session.get_path_length() == 0
+    assert session.storage.visible_history_tokens() == 0
+    session.append_message(msg("m0"))
+    for i in range(1, 12):
+        session.append_message(msg(f"m{i}"), parent_id="m0")
+    assert _sent(session.get_latest_leaf) == [walks.NEWEST_LEAF_CONTENT]
+    assert session.get_latest_leaf()["id"] == "m11"
+    assert _sent(session.get_path_length) == [walks.NEWEST_LEAF]
+    assert session.get_path_length() == 2
 
 
 def test_follow_gives_up_where_only_the_walk_can_tell():

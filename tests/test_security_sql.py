@@ -114,7 +114,6 @@ ALLOWED: dict[str, dict[str, str]] = {
     "search/plan.py": {"target.table": TARGET, "condition": FRAGMENT, "' AND '.join(inner)": FRAGMENT},
     "storage/walks.py": {
         "_NEWEST_ARM": "module constant: the latest leaf's first arm",
-        "_NEWEST_ARM.format(inner=LEAF_COLUMNS)": "module constant + module-constant column list",
         "LATEST_LEAF": "module constant",
         "_CHILDLESS.format(t='w')": "module constant + code-literal alias",
         "_CHILDLESS.format(t='m')": "module constant + code-literal alias",
