@@ -53,11 +53,29 @@ _LATEST_LEAF_TEMPLATE = (
     ") leaf LIMIT 1"
 )
 LEAF_COLUMNS = "seq, id, session_id, depth, path_tokens"
-LATEST_LEAF = _LATEST_LEAF_TEMPLATE.format(cols="leaf.id, leaf.depth, leaf.path_tokens", inner=LEAF_COLUMNS)
+# The first arm alone, for reads that can fall back when it finds nothing: the range reads
+# (storage/range_reads.py) to a walk, the client's latest-leaf reads (storage/orm.py) to the
+# whole lookup.  A client's statement is planned at every call on Postgres, and the second arm
+# doubled that: planning the last-50 read took 0.40 ms with both arms and 0.25 ms with this
+# one (execution 0.07 ms either way); get_latest_leaf() 0.37-0.47 -> 0.28-0.35 ms.
+_NEWEST_LEAF_TEMPLATE = "SELECT {cols} FROM (" + _NEWEST_ARM + ") leaf"
+# What each lookup returns, the same in its whole form (LATEST_*) and its first arm (NEWEST_*),
+# so that a read falling back from one to the other gets the same columns.
+_ID_DEPTH_TOKENS = {"cols": "leaf.id, leaf.depth, leaf.path_tokens", "inner": LEAF_COLUMNS}
+_CONTENT = {"cols": "leaf.content", "inner": LEAF_COLUMNS + ", content"}
+_SEQ_DEPTH_ID = {"cols": "leaf.seq, leaf.depth, leaf.id", "inner": LEAF_COLUMNS}
+
+LATEST_LEAF = _LATEST_LEAF_TEMPLATE.format(**_ID_DEPTH_TOKENS)
 """Latest leaf ``(id, depth, path_tokens)``; parameters: :func:`latest_leaf_params`."""
-LATEST_LEAF_CONTENT = _LATEST_LEAF_TEMPLATE.format(cols="leaf.content", inner=LEAF_COLUMNS + ", content")
-LATEST_LEAF_SEQ = _LATEST_LEAF_TEMPLATE.format(cols="leaf.seq, leaf.depth, leaf.id", inner=LEAF_COLUMNS)
-"""Latest leaf ``(seq, depth, id)``; parameters: :func:`latest_leaf_params`."""
+LATEST_LEAF_CONTENT = _LATEST_LEAF_TEMPLATE.format(**_CONTENT)
+"""Latest leaf ``(content,)``; parameters: :func:`latest_leaf_params`."""
+NEWEST_LEAF = _NEWEST_LEAF_TEMPLATE.format(**_ID_DEPTH_TOKENS)
+"""As :data:`LATEST_LEAF` when the leaf is among the session's newest 8 rows (nearly always: a
+child is stored after its parent), else no row; parameters: :func:`newest_leaf_params`."""
+NEWEST_LEAF_CONTENT = _NEWEST_LEAF_TEMPLATE.format(**_CONTENT)
+"""As :data:`LATEST_LEAF_CONTENT` when the leaf is among the newest 8 rows, else no row."""
+NEWEST_LEAF_SEQ = _NEWEST_LEAF_TEMPLATE.format(**_SEQ_DEPTH_ID)
+"""The latest leaf ``(seq, depth, id)`` when it is among the newest 8 rows, else no row."""
 
 
 def latest_leaf_params(session_id: str) -> list[str]:
@@ -65,24 +83,8 @@ def latest_leaf_params(session_id: str) -> list[str]:
     return [session_id] * 4
 
 
-# The first arm alone, for reads that can fall back to a walk when it finds nothing (the
-# range reads of storage/range_reads.py).  A client's statement is planned at every call
-# on Postgres, and the second arm doubled that: planning the last-50 read took 0.40 ms with
-# both arms and 0.25 ms with this one (execution 0.07 ms either way).
-# The client's latest-leaf reads (storage/orm.py) run it first too, and the whole lookup only
-# when it finds nothing: 0.37-0.47 ms -> 0.28-0.35 ms per get_latest_leaf() on Postgres.
-_NEWEST_LEAF_TEMPLATE = "SELECT {cols} FROM (" + _NEWEST_ARM + ") leaf"
-NEWEST_LEAF_SEQ = _NEWEST_LEAF_TEMPLATE.format(cols="leaf.seq, leaf.depth, leaf.id", inner=LEAF_COLUMNS)
-"""The latest leaf ``(seq, depth, id)`` when it is among the session's newest 8 rows (nearly always:
-a child is stored after its parent), else no row; parameters: :func:`newest_leaf_params`."""
-NEWEST_LEAF = _NEWEST_LEAF_TEMPLATE.format(cols="leaf.id, leaf.depth, leaf.path_tokens", inner=LEAF_COLUMNS)
-"""As :data:`LATEST_LEAF` when the leaf is among the newest 8 rows, else no row."""
-NEWEST_LEAF_CONTENT = _NEWEST_LEAF_TEMPLATE.format(cols="leaf.content", inner=LEAF_COLUMNS + ", content")
-"""As :data:`LATEST_LEAF_CONTENT` when the leaf is among the newest 8 rows, else no row."""
-
-
 def newest_leaf_params(session_id: str) -> list[str]:
-    """Parameters of :data:`NEWEST_LEAF_SEQ` (the session id, twice)."""
+    """Parameters of the ``NEWEST_LEAF*`` lookups (the session id, twice)."""
     return [session_id] * 2
 
 
