@@ -361,6 +361,13 @@ def _interleaved_results(label: str, database: str, fns: dict[str, Callable[[], 
     ]
 
 
+QUICK_ROUNDS = 101
+"""Rounds at least, for reads of a millisecond or less (the last 50, shallow depths): five single
+calls of one are at the mercy of one slow spell, where 101 cost a fraction of a second.  The
+Postgres last-50 row read 2.06 and 2.30 ÷ the raw range scan in two 5-round runs and 1.75 and
+1.73 in two of 101 (bench/README, thirteenth round)."""
+
+
 def history_reads(alias: str, database: str, n: int, peers: list, rounds: int) -> list[Result]:
     """Workload 3: the full history of an n-message path, and the last 50 messages; every implementation
     timed in turn within each round (:func:`interleaved_medians`)."""
@@ -392,7 +399,7 @@ def history_reads(alias: str, database: str, n: int, peers: list, rounds: int) -
             last[peer.name] = lambda peer=peer: peer.recent(50)
     return [
         *_interleaved_results("3a. history of the whole path", database, whole, rounds),
-        *_interleaved_results("3b. last 50 (get_recent_history)", database, last, rounds),
+        *_interleaved_results("3b. last 50 (get_recent_history)", database, last, max(rounds, QUICK_ROUNDS)),
     ]
 
 
@@ -422,7 +429,11 @@ def history_by_depth(alias: str, database: str, n: int, peers: list, rounds: int
                 peer.append_all([peer_item(i) for i in range(n)])
             impls.append((peer.name, lambda d, peer=peer: peer.recent(d)))
     by_depth = [
-        interleaved_medians({name: (lambda d=d, read=read: read(d)) for name, read in impls}, rounds) for d in depths
+        interleaved_medians(
+            {name: (lambda d=d, read=read: read(d)) for name, read in impls},
+            max(rounds, QUICK_ROUNDS) if d <= 100 else rounds,
+        )
+        for d in depths
     ]
     points = {name: [(d, medians[name][0]) for d, medians in zip(depths, by_depth, strict=True)] for name, _ in impls}
     return [
