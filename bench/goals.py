@@ -30,6 +30,13 @@ GOALS = (
     Goal("history ÷ raw range scan (the floor of ours, no branches)", "3a.", "ours", "raw range scan", 1.2),
     Goal("last 50 (get_recent_history) ÷ raw", "3b.", "ours", "raw SQL", 1.2),
     Goal("last 50 ÷ raw range scan (the floor of ours, no branches)", "3b.", "ours", "raw range scan", 1.2),
+    Goal(
+        "… both with prepared statements",
+        "3b.",
+        "ours, prepared statements",
+        "raw range scan, prepared statements",
+        1.2,
+    ),
     Goal("search, 2 English words ÷ raw", "4.", "ours", "raw SQL", 1.2),
     Goal("fork ÷ one raw INSERT … SELECT", "5.", "ours", "raw SQL", 1.5),
     Goal("append_all ÷ raw executemany", "2.", "ours", "raw SQL", 1.1),

@@ -387,6 +387,18 @@ def history_reads(alias: str, database: str, n: int, peers: list, rounds: int) -
         "raw SQL": lambda: raw.recent(sid, 50),
         "raw range scan": lambda: raw.recent_range(sid, 50),
     }
+    if connections[alias].vendor == "postgresql":
+        # Both on connections with the shipped prepared-statement options (docs/operations.md): a
+        # client's statement is otherwise planned at every call, and our read's (the range and its
+        # latest-leaf lookup: three references to the table) plans in 0.2 ms where the bare
+        # range scan's plans in 0.07 ms (bench/README, thirteenth round).
+        options = settings.PREPARED_STATEMENTS_OPTIONS
+        prepared = Session.create(using=own_connection(alias, "prepared", **options)).for_session(sid)
+        raw_prepared = Raw(own_connection(alias, "raw-prepared", **options))
+        last["ours, prepared statements"] = lambda: prepared.get_recent_history(
+            max_content_bytes=0, min_recent_messages=50
+        )
+        last["raw range scan, prepared statements"] = lambda: raw_prepared.recent_range(sid, 50)
     for peer in peers:
         # Exactly the n items ours reads: workloads 1 and 2 left 2n in the peer's session, which
         # doubled its read in a full run (third round's "0.56 ÷ get_items" on SQLite was that).

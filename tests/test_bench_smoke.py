@@ -34,6 +34,10 @@ def test_bench_smoke_runs_every_workload(tmp_path):
     assert workloads == {"1", "2", "3a", "3b", "3c", "4", "5", "6"} | http
     assert {r["impl"] for r in rows} >= {"ours", "raw SQL"}
     assert "ours ÷ this" in proc.stdout
+    if settings.DB == "postgres":  # the last-50 read also on prepared-statement connections, with its goal row
+        last50 = {r["impl"] for r in rows if r["workload"].startswith("3b.")}
+        assert {"ours, prepared statements", "raw range scan, prepared statements"} <= last50
+        assert "(raw range scan, prepared statements)" in proc.stdout
 
 
 @pytest.mark.timeout(300)
