@@ -259,6 +259,12 @@ def own_connection(alias: str, tag: str, **options: Any) -> str:
     return name
 
 
+def prepared_connection(alias: str, tag: str) -> str:
+    """:func:`own_connection` with the shipped prepared-statement options (docs/operations.md):
+    psycopg's default threshold, as a plain psycopg connection (the langchain peer's) prepares."""
+    return own_connection(alias, tag, **settings.PREPARED_STATEMENTS_OPTIONS)
+
+
 class Neutral:
     """Untimed work run before every timed append, the same whichever implementation comes next:
     an insert into a table of its own on a connection of its own, and unrelated Python work.
@@ -310,10 +316,7 @@ def append_one_by_one(alias: str, database: str, n: int, peers: list) -> list[Re
         ("raw SQL", lambda i: raw.append(sid, message(i))),
     ]
     if connections[alias].vendor == "postgresql":
-        # The shipped prepared-statement options: psycopg's default threshold, as the langchain
-        # peer's plain psycopg connection prepares its statements.
-        options = settings.PREPARED_STATEMENTS_OPTIONS
-        prepared = Session.create(using=own_connection(alias, "prepared", **options)).for_session(_sid("append-p"))
+        prepared = Session.create(using=prepared_connection(alias, "prepared")).for_session(_sid("append-p"))
         impls.insert(1, ("ours, prepared statements", lambda i: prepared.append_message(message(i))))
     impls += [(peer.name, lambda i, peer=peer: peer.append(peer_item(i))) for peer in peers]
     neutral = Neutral(alias)
@@ -388,13 +391,12 @@ def history_reads(alias: str, database: str, n: int, peers: list, rounds: int) -
         "raw range scan": lambda: raw.recent_range(sid, 50),
     }
     if connections[alias].vendor == "postgresql":
-        # Both on connections with the shipped prepared-statement options (docs/operations.md): a
-        # client's statement is otherwise planned at every call, and our read's (the range and its
-        # latest-leaf lookup: three references to the table) plans in 0.2 ms where the bare
-        # range scan's plans in 0.07 ms (bench/README, thirteenth round).
-        options = settings.PREPARED_STATEMENTS_OPTIONS
-        prepared = Session.create(using=own_connection(alias, "prepared", **options)).for_session(sid)
-        raw_prepared = Raw(own_connection(alias, "raw-prepared", **options))
+        # Both also on prepared-statement connections: a client's statement is otherwise planned
+        # at every call, and our read's (the range and its latest-leaf lookup: three references
+        # to the table) plans in 0.2 ms where the bare range scan's plans in 0.07 ms
+        # (bench/README, thirteenth round).
+        prepared = Session.create(using=prepared_connection(alias, "prepared")).for_session(sid)
+        raw_prepared = Raw(prepared_connection(alias, "raw-prepared"))
         last["ours, prepared statements"] = lambda: prepared.get_recent_history(
             max_content_bytes=0, min_recent_messages=50
         )
