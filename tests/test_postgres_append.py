@@ -14,7 +14,8 @@ from contextlib import contextmanager
 import pytest
 from django.db import connection, transaction
 
-from agent_sessions import InvalidMessage, Session, triggers
+from agent_sessions import InvalidMessage, Session, SessionManager, triggers
+from agent_sessions.manager import clock
 from agent_sessions.models import Message, SessionRecord
 from agent_sessions.storage import postgres_append
 from agent_sessions.storage.orm import DjangoSessionProvider
@@ -198,6 +199,14 @@ def test_a_database_without_the_function_still_appends(session_id):
         assert postgres._APPEND_MODE[raw] is not postgres._AppendMode.FUNCTION
         rows = Message.objects.filter(session_id=session_id).order_by("seq")
         assert [(m.message_id, m.parent_id, m.depth) for m in rows] == [("a", None, 1), ("b", "a", 2)]
+        # The manager's stamp goes in the same query, after the insert whose row is returned.
+        manager = SessionManager()
+        registered = manager.create("fallback").id
+        before = clock.now()
+        manager.append(registered, msg("c"))
+        record = SessionRecord.objects.get(pk=registered)
+        assert (record.message_count, record.updated_at > before) == (1, True)
+        assert manager.get_session(registered).get_latest_leaf()["id"] == "c"
     finally:
         postgres._APPEND_MODE.pop(raw, None)  # asked again on the next append
 

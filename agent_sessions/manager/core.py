@@ -18,8 +18,8 @@ from ..storage import orm
 from ..storage.orm import OMITTED, AppendOutcome
 from ..tools import Tool
 from ..types import SearchResult, SessionInfo, StoredCompaction
+from . import clock, rows
 from . import fork as forking
-from . import rows
 from .builder import RecordingBuilder
 from .history import HISTORY_DESCRIPTION, SearchableHistoryProvider, session_search_tool
 
@@ -129,18 +129,24 @@ class SessionManager(RecordingBuilder):
         rows.update(self.using, session_id)
 
     # ── messages ────────────────────────────────────────────────────
+    def _append(self, session: Session, message: dict, parent_id: Any) -> bool:
+        """Append with the registry's stamp in the insert's own transaction: one commit, not two
+        (a custom provider's session is touched after)."""
+        inserted, stamped = session._append(message, parent_id, clock.now())
+        if not stamped:
+            self._touch(session.session_id)
+        return inserted
+
     def append(self, session_id: str, message: dict, parent_id: Any = OMITTED) -> str:
         """Append like :meth:`Session.append_message`; returns the message id."""
-        self.get_session(session_id).append_message(message, parent_id)
-        self._touch(session_id)
+        self._append(self.get_session(session_id), message, parent_id)
         return message["id"]
 
     def upsert(self, session_id: str, message: dict, parent_id: Any = OMITTED) -> str:
         """Insert the message, or replace the stored one with the same id in place (its parent is kept)."""
         session = self.get_session(session_id)
-        if not session.append_message(message, parent_id):
+        if not self._append(session, message, parent_id):
             session.update_message(message)
-        self._touch(session_id)
         return message["id"]
 
     def append_all(self, session_id: str, messages: builtins.list[dict], parent_id: Any = OMITTED) -> str | None:
@@ -152,11 +158,10 @@ class SessionManager(RecordingBuilder):
         if not messages:
             return None
         session = self.get_session(session_id)
-        outcome: AppendOutcome = session.storage.append_messages_bulk(messages, parent_id)
+        outcome: AppendOutcome = session.storage.append_messages_bulk(messages, parent_id, registry_stamp=clock.now())
         if outcome.inserted:
             # the auto-compaction check, once per batch
             session.compaction.after_append(messages[-1]["id"], path_tokens=outcome.path_tokens)
-        self._touch(session_id)
         return messages[-1]["id"]
 
     def get_history(self, session_id: str, leaf_id: str | None = None) -> builtins.list[dict]:

@@ -9,6 +9,7 @@ constructor and talks to the others only through their public methods.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, Self
 
 from ..asyncutils import async_twin, call
@@ -151,14 +152,20 @@ class Session:
         ``parent_id`` omitted → child of the latest leaf; ``None`` → a new root;
         a string → child of that message (a root if it is not in this session).
         """
+        return self._append(message, parent_id)[0]
+
+    def _append(self, message: dict, parent_id: Any, registry_stamp: datetime | None = None) -> tuple[bool, bool]:
+        """:meth:`append_message`, and whether ``registry_stamp`` (SessionManager's clock) went in with it:
+        the Django store sets ``updated_at`` in the insert's own transaction; a custom provider cannot."""
         storage = self._storage
+        stamped = registry_stamp is not None and isinstance(storage, DjangoSessionProvider)
         if isinstance(storage, DjangoSessionProvider):
-            outcome = storage.append_message_stats(message, parent_id)
+            outcome = storage.append_message_stats(message, parent_id, registry_stamp=registry_stamp)
         else:
             outcome = self._append_custom(message, parent_id)
         if outcome.inserted:
             self.compaction.after_append(message["id"], path_tokens=outcome.path_tokens, parent_id=outcome.parent_id)
-        return outcome.inserted
+        return outcome.inserted, stamped
 
     def _append_custom(self, message: dict, parent_id: Any) -> AppendOutcome:
         """Append through a custom provider, keeping the duplicate-id contract for any provider.

@@ -35,7 +35,7 @@ from ..types import (
     message_id,
     stored_fields,
 )
-from . import backends, decode, range_reads, visible_tokens, walks
+from . import appends, backends, decode, range_reads, visible_tokens, walks
 from .walks import (
     LATEST_LEAF,
     LATEST_LEAF_CONTENT,
@@ -408,8 +408,14 @@ class DjangoSessionProvider:
         """Insert a message; False (and nothing written) if its id already exists here."""
         return self.append_message_stats(message, parent_id).inserted
 
-    def append_message_stats(self, message: dict, parent_id=OMITTED) -> AppendOutcome:
-        """Insert a message and report its parent, depth and running token total."""
+    def append_message_stats(
+        self, message: dict, parent_id=OMITTED, *, registry_stamp: datetime | None = None
+    ) -> AppendOutcome:
+        """Insert a message and report its parent, depth and running token total.
+
+        ``registry_stamp``: also set the session's ``updated_at`` to it, in the insert's own
+        transaction, when the message is stored (SessionManager's writes; see ``appends.STAMP``).
+        """
         stored, text, tools = stored_fields(message)
         tokens = estimate_one_message_tokens(message)
         auto = parent_id is OMITTED
@@ -418,7 +424,8 @@ class DjangoSessionProvider:
         now = connection.ops.adapt_datetimefield_value(timezone.now())
         values = [message["id"], self.session_id, message["role"], stored, text, tools, now, tokens]
         with permanent_errors_as_invalid(), connection.cursor() as cursor:
-            row = self.backend.locked_insert(cursor, self.session_id, values, parent, auto=auto)
+            stamp = None if registry_stamp is None else connection.ops.adapt_datetimefield_value(registry_stamp)
+            row = self.backend.locked_insert(cursor, self.session_id, values, parent, auto=auto, stamp=stamp)
         if row is None:
             if self._fetchone(_STORED_ID, [self.session_id, message["id"]]) is None:
                 raise _orphaned_id(message["id"])  # not a duplicate: refused (see storage.appends)
@@ -545,7 +552,9 @@ class DjangoSessionProvider:
     bulk_batch_size = 500
     """Rows per multi-row INSERT or ``IN (...)`` lookup in bulk operations."""
 
-    def append_messages_bulk(self, messages: list[dict], parent_id=OMITTED) -> AppendOutcome:
+    def append_messages_bulk(
+        self, messages: list[dict], parent_id=OMITTED, *, registry_stamp: datetime | None = None
+    ) -> AppendOutcome:
         """Append a chain (each message the child of the one before) in one transaction.
 
         The first message attaches like :meth:`append_message` (and so takes the
@@ -553,7 +562,8 @@ class DjangoSessionProvider:
         are validated and turned into rows while they stream into the table (Postgres'
         ``COPY`` then indexes a row while the next is built).  An invalid message rolls
         the whole transaction back.  Ids already stored are skipped but still chain.
-        Returns the last message's outcome (``inserted``: anything was).
+        Returns the last message's outcome (``inserted``: anything was).  ``registry_stamp``: as
+        :meth:`append_message_stats`' (in the same transaction).
         """
         if not messages:
             return AppendOutcome(inserted=False)
@@ -590,6 +600,10 @@ class DjangoSessionProvider:
                     previous = mid
 
             self._insert_param_rows(rows(), len(messages) - 1)
+            if registry_stamp is not None:
+                stamp = self.connection.ops.adapt_datetimefield_value(registry_stamp)
+                with self.connection.cursor() as cursor:
+                    cursor.execute(appends.STAMP, appends.stamp_params(stamp, self.session_id, ids[-1]))
         last_parent, depth, path_tokens = totals[ids[-1]]
         return AppendOutcome(
             inserted=first.inserted or inserted, parent_id=last_parent, depth=depth, path_tokens=path_tokens

@@ -106,34 +106,54 @@ def lock_key(session_id: str) -> str:
     return "agent_sessions:" + session_id
 
 
-def locked_insert(cursor, session_id: str, values: list, parent: str | None, *, auto: bool) -> tuple | None:
+def locked_insert(
+    cursor, session_id: str, values: list, parent: str | None, *, auto: bool, stamp: object = None
+) -> tuple | None:
     """Run the append (storage/appends.py) under the session's advisory lock, in one round trip.
 
     Normally one call of the ``agent_sessions_append`` function (storage/postgres_append.py:
     it keeps the plans).  A database without it (migration 0018 not applied yet, as while a
-    deploy runs new code before ``migrate``) gets the lock and the statement as one
-    simple-protocol query instead (on a hash-partitioned table, with the probe that prunes;
-    with parameters bound by the server, as two statements in one transaction).
-    In autocommit either is one transaction, so the lock is held until it commits; inside an
-    atomic block they join the caller's transaction.
+    deploy runs new code before ``migrate``) gets the lock and the statement instead (on a
+    hash-partitioned table, with the probe that prunes).  A registry ``stamp``
+    (:data:`appends.STAMP`) follows in the same transaction.  See :func:`_together`.
     ``values``: the row's eight values (see :func:`appends.params`).  None: the id already existed.
     """
     key = lock_key(session_id)
     mode = _append_mode(cursor)
     if mode is _AppendMode.FUNCTION:
-        cursor.execute(postgres_append.CALL, postgres_append.call_params(key, values, parent, auto=auto))
+        statements = [(postgres_append.CALL, postgres_append.call_params(key, values, parent, auto=auto))]
     else:
         partitioned = mode is _AppendMode.PARTITIONED
         insert = appends.statement(parent, auto=auto, partitioned=partitioned)
         params = appends.params(values, session_id, parent, auto=auto, partitioned=partitioned)
-        if cursor.db.settings_dict["OPTIONS"].get("server_side_binding") is True:
-            # A statement bound by the server is one command: lock and insert go one by one,
-            # in one transaction so the lock is held until the insert commits.
-            with transaction.atomic(using=cursor.db.alias):
-                cursor.execute(LOCK, [key])
-                cursor.execute(insert, params)
-                return cursor.fetchone()
-        cursor.execute(LOCK + "; " + insert, [key, *params])
+        statements = [(LOCK, [key]), (insert, params)]
+    answer = len(statements) - 1  # the insert's row
+    if stamp is not None:
+        statements.append((appends.STAMP, appends.stamp_params(stamp, session_id, values[0])))
+    return _together(cursor, statements, answer)
+
+
+def _together(cursor, statements: list[tuple[str, list]], answer: int) -> tuple | None:
+    """Run ``statements`` as one transaction and return the first row of the one at index ``answer``.
+
+    Several statements go as one simple-protocol query: one round trip, and in autocommit one
+    transaction (the lock is held until the insert commits); inside an atomic block they join
+    the caller's.  Parameters bound by the server allow one statement per command: then they go
+    one by one, in one transaction of their own.
+    """
+    if len(statements) == 1:
+        cursor.execute(*statements[0])
+        return cursor.fetchone()
+    if cursor.db.settings_dict["OPTIONS"].get("server_side_binding") is True:
+        row = None
+        with transaction.atomic(using=cursor.db.alias):
+            for index, (sql, params) in enumerate(statements):
+                cursor.execute(sql, params)
+                if index == answer:
+                    row = cursor.fetchone()
+        return row
+    cursor.execute("; ".join(sql for sql, _ in statements), [p for _, params in statements for p in params])
+    for _ in range(answer):
         cursor.nextset()
     return cursor.fetchone()
 

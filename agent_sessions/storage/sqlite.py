@@ -101,15 +101,27 @@ def lock_session(cursor, session_id: str) -> None:
     """Nothing to do: SQLite serialises writers (see the module docstring)."""
 
 
-def locked_insert(cursor, session_id: str, values: list, parent: str | None, *, auto: bool) -> tuple | None:
+def locked_insert(
+    cursor, session_id: str, values: list, parent: str | None, *, auto: bool, stamp: object = None
+) -> tuple | None:
     """Run the append's ``INSERT … RETURNING`` (storage/appends.py) as one statement, with no explicit transaction.
 
     The lone statement is atomic and takes the write lock before it reads the
     parent.  A deferred ``BEGIN`` would let two writers both take a read lock and
     then deadlock on the upgrade (SQLite then fails at once instead of waiting).
+    With a registry ``stamp`` (:data:`appends.STAMP`) the two statements share one
+    transaction, whose first statement takes the write lock.
     """
-    cursor.execute(appends.statement(parent, auto=auto), appends.params(values, session_id, parent, auto=auto))
-    return cursor.fetchone()
+    insert = appends.statement(parent, auto=auto), appends.params(values, session_id, parent, auto=auto)
+    if stamp is None:
+        cursor.execute(*insert)
+        return cursor.fetchone()
+    with transaction.atomic(using=cursor.db.alias):
+        reserve_write(cursor)
+        cursor.execute(*insert)
+        row = cursor.fetchone()
+        cursor.execute(appends.STAMP, appends.stamp_params(stamp, session_id, values[0]))
+    return row
 
 
 _searcher = Searcher(fts5.compile_query)

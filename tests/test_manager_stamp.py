@@ -1,0 +1,134 @@
+"""SessionManager's writes stamp the registry row in the insert's own transaction (storage/appends.STAMP).
+
+The stamp used to follow as a transaction of its own: a second commit per append.  These
+tests hold the two together (a stamp that fails takes the insert back), keep what the stamp
+meant (the manager's clock, a repeated append still stamps) and keep refused input from
+writing anything.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from agent_sessions import InvalidMessage, Session
+from agent_sessions.manager import SessionManager, clock
+from agent_sessions.models import Message, SessionRecord
+
+from .conftest import msg
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+# A stamp refused by the database: an update of a "fragile" session's row that leaves its
+# count alone is the manager's stamp (the count triggers and the append function change the
+# count), so only the stamp fails.
+_REFUSE_STAMP = {
+    "postgresql": [
+        "CREATE FUNCTION test_refuse_stamp() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+        "RAISE EXCEPTION 'stamp refused'; END $$",
+        "CREATE TRIGGER test_refuse_stamp BEFORE UPDATE ON assistant_sessions FOR EACH ROW "
+        "WHEN (NEW.name = 'fragile' AND OLD.message_count = NEW.message_count) EXECUTE FUNCTION test_refuse_stamp()",
+    ],
+    "sqlite": [
+        "CREATE TRIGGER test_refuse_stamp BEFORE UPDATE ON assistant_sessions FOR EACH ROW "
+        "WHEN NEW.name = 'fragile' AND OLD.message_count = NEW.message_count "
+        "BEGIN SELECT RAISE(ABORT, 'stamp refused'); END",
+    ],
+}
+_UNDO = {
+    "postgresql": ["DROP TRIGGER test_refuse_stamp ON assistant_sessions", "DROP FUNCTION test_refuse_stamp()"],
+    "sqlite": ["DROP TRIGGER test_refuse_stamp"],
+}
+
+
+@pytest.fixture
+def refused_stamps():
+    """Call it to install the trigger (after the sessions are created: SQLite's registry insert updates its new row)."""
+
+    def install() -> None:
+        with connection.cursor() as cursor:
+            for sql in _REFUSE_STAMP[connection.vendor]:
+                cursor.execute(sql)
+
+    yield install
+    with connection.cursor() as cursor:
+        for sql in _UNDO[connection.vendor]:
+            cursor.execute(sql)
+
+
+def _stamp(session_id: str):
+    return SessionRecord.objects.values_list("updated_at", flat=True).get(pk=session_id)
+
+
+def _stored(session_id: str) -> list[str]:
+    return list(Message.objects.filter(session_id=session_id).order_by("seq").values_list("message_id", flat=True))
+
+
+def test_append_and_its_stamp_commit_together(refused_stamps):
+    manager = SessionManager()
+    sid, other = manager.create("fragile").id, manager.create("sturdy").id
+    refused_stamps()
+    with pytest.raises(Exception, match="stamp refused"):
+        manager.append(sid, msg("a"))
+    assert _stored(sid) == []  # the insert went back with the stamp
+    with pytest.raises(Exception, match="stamp refused"):
+        manager.append_all(sid, [msg("b"), msg("c")])
+    assert _stored(sid) == []
+    manager.append(other, msg("a"))
+    assert _stored(other) == ["a"]  # the trigger leaves other sessions alone
+
+
+def test_append_stamps_with_the_managers_clock():
+    manager = SessionManager()
+    sid = manager.create("s").id
+    before = clock.now()
+    manager.append(sid, msg("a"))
+    after = clock.now()
+    assert before < _stamp(sid) < after  # the registry's clock, to the microsecond, between the two
+    manager.append_all(sid, [msg("b"), msg("c")])
+    assert _stamp(sid) > after
+    assert SessionRecord.objects.get(pk=sid).message_count == 3
+
+
+def test_a_repeated_append_still_stamps_and_stores_nothing():
+    manager = SessionManager()
+    sid = manager.create("s").id
+    manager.append(sid, msg("a"))
+    first = _stamp(sid)
+    manager.append(sid, msg("a", text="again"))
+    assert _stamp(sid) > first
+    assert _stored(sid) == ["a"]
+    assert manager.get_session(sid).get_message("a")["parts"][0]["text"] == "a text"
+
+
+def test_a_refused_id_writes_no_stamp():
+    manager = SessionManager()
+    sid = manager.create("s").id
+    manager.append(sid, msg("a"))
+    manager.append(sid, msg("b"))  # under a
+    Message.objects.filter(session_id=sid, message_id="a").delete()  # b keeps naming "a" as its parent
+    stamp = _stamp(sid)
+    with pytest.raises(InvalidMessage, match="use a new id"):
+        manager.append(sid, msg("a"))
+    assert _stamp(sid) == stamp
+    assert _stored(sid) == ["b"]
+
+
+def test_sessions_without_a_registry_row_are_left_alone():
+    manager = SessionManager()
+    manager.append("unregistered", msg("a"))
+    assert _stored("unregistered") == ["a"]
+    assert not SessionRecord.objects.filter(pk="unregistered").exists()
+
+
+def test_a_custom_provider_is_still_stamped_after_the_append():
+    from .test_custom_storage_append import SeedLikeList  # no transaction to share with the stamp
+
+    manager = SessionManager()
+    sid = manager.create("custom").id
+    provider = SeedLikeList()
+    manager._sessions[sid] = Session.create(provider).for_session(sid)
+    before = _stamp(sid)
+    manager.append(sid, msg("a"))
+    assert [m["id"] for m in provider.rows] == ["a"]
+    assert _stamp(sid) > before
