@@ -23,6 +23,13 @@ class Goal:
 
 GOALS = (
     Goal("append with compact_after ÷ plain append", "1.", "ours + compact_after", "ours", 1.1),
+    Goal(
+        "SessionManager.append ÷ Session.append_message (the registry row's upkeep)",
+        "1.",
+        "ours, SessionManager.append",
+        "ours",
+        1.5,
+    ),
     Goal("plain append ÷ langchain PostgresChatMessageHistory", "1.", "ours", "langchain*", 1.5),
     Goal("… both with prepared statements (psycopg's default)", "1.", "ours, prepared statements", "langchain*", 1.5),
     Goal("history of the whole path ÷ raw recursive CTE", "3a.", "ours", "raw SQL", 1.0),

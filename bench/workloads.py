@@ -310,9 +310,14 @@ def append_one_by_one(alias: str, database: str, n: int, peers: list) -> list[Re
         .compact_after(10**12)
     )
     raw, sid = Raw(own_connection(alias, "raw")), _sid("append-raw")
+    # What most callers use: the manager, which also keeps the session's registry row (its
+    # message count and its updated_at stamp, by the registry's clock).
+    manager = SessionManager(using=own_connection(alias, "manager"))
+    registered = manager.create("bench append").id
     impls = [
         ("ours", lambda i: session.append_message(message(i))),
         ("ours + compact_after", lambda i: compacting.append_message(message(i))),
+        ("ours, SessionManager.append", lambda i: manager.append(registered, message(i))),
         ("raw SQL", lambda i: raw.append(sid, message(i))),
     ]
     if connections[alias].vendor == "postgresql":
