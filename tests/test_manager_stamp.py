@@ -1,7 +1,8 @@
-"""SessionManager's writes stamp the registry row in the insert's own transaction (storage/appends.STAMP).
+"""Writes stamp the registry row in their own transaction: SessionManager's appends (storage/appends.STAMP)
+and the API's message routes (``_one_transaction`` in api/routes_messages.py).
 
 The stamp used to follow as a transaction of its own: a second commit per append.  These
-tests hold the two together (a stamp that fails takes the insert back), keep what the stamp
+tests hold the two together (a stamp that fails takes the write back), keep what the stamp
 meant (the manager's clock, a repeated append still stamps) and keep refused input from
 writing anything.
 """
@@ -16,6 +17,7 @@ from agent_sessions.manager import SessionManager, clock
 from agent_sessions.models import Message, SessionRecord
 
 from .conftest import msg
+from .support.api import ui
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -25,7 +27,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 _REFUSE_STAMP = {
     "postgresql": [
         "CREATE FUNCTION test_refuse_stamp() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-        "RAISE EXCEPTION 'stamp refused'; END $$",
+        "RAISE EXCEPTION 'stamp refused' USING ERRCODE = 'integrity_constraint_violation'; END $$",
         "CREATE TRIGGER test_refuse_stamp BEFORE UPDATE ON assistant_sessions FOR EACH ROW "
         "WHEN (NEW.name = 'fragile' AND OLD.message_count = NEW.message_count) EXECUTE FUNCTION test_refuse_stamp()",
     ],
@@ -132,3 +134,17 @@ def test_a_custom_provider_is_still_stamped_after_the_append():
     manager.append(sid, msg("a"))
     assert [m["id"] for m in provider.rows] == ["a"]
     assert _stamp(sid) > before
+
+
+def test_the_apis_upserts_and_deletions_commit_with_their_touch(api, refused_stamps):
+    sid = api.new_session("fragile")
+    api.append(sid, "a", "first")
+    api.append(sid, "b", "second")
+    refused_stamps()
+    replaced = api.put(f"/sessions/{sid}/messages/a", ui("a", "replaced"))
+    assert (replaced.status_code, replaced.json()["code"]) == (409, "conflict")  # a JSON 4xx, not a 500
+    deleted = api.post(f"/sessions/{sid}/message-deletions", {"ids": ["b"]})
+    assert (deleted.status_code, deleted.json()["code"]) == (409, "conflict")
+    session = SessionManager().get_session(sid)
+    assert session.get_message("a")["parts"][0]["text"] == "first"  # the update went back with the touch
+    assert _stored(sid) == ["a", "b"]  # so did the deletion

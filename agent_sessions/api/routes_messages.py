@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.db import connections, transaction
@@ -51,6 +53,15 @@ def _touch(manager: SessionManager, session_id: str) -> None:
         cursor.execute(_TOUCH, [stamp, session_id])
 
 
+@contextmanager
+def _one_transaction(manager: SessionManager) -> Iterator[None]:
+    """A request's writes and its touch in one transaction: one commit (one WAL flush), not one each.
+    SQLite: the write lock first, before FTS5 is read."""
+    with transaction.atomic(using=manager.using), connections[manager.using].cursor() as cursor:
+        backends.for_alias(manager.using).reserve_write(cursor)
+        yield
+
+
 def _parent(manager: SessionManager, session_id: str, payload: AppendIn) -> Any:
     """OMITTED when the client left ``parent_id`` out, None for ``null``, else an id that must exist here."""
     if "parent_id" not in payload.model_fields_set:
@@ -80,10 +91,11 @@ def _upsert(manager: SessionManager, session_id: str, message: dict, parent: Any
     The insert itself decides (the unique (session, id) key makes one racing
     request the inserter), so ``inserted`` stays truthful under concurrency."""
     session = manager.get_session(session_id)
-    inserted = session.append_message(message, parent)
-    if not inserted:
-        session.update_message(message)
-    _touch(manager, session_id)
+    with _one_transaction(manager):
+        inserted = session.append_message(message, parent)
+        if not inserted:
+            session.update_message(message)
+        _touch(manager, session_id)
     return inserted
 
 
@@ -113,9 +125,7 @@ def append_message(request: HttpRequest, response: HttpResponse, session_id: str
     """201 (with ``Location``) when stored; 200 with ``inserted: false`` when the id already exists here
     (nothing changes); 409 once the session has ended."""
     manager, parent = _open_for_append(request, session_id, payload)
-    # One transaction for the insert and the touch: one commit (one WAL flush) per append, not two.
-    with transaction.atomic(using=manager.using), connections[manager.using].cursor() as cursor:
-        backends.for_alias(manager.using).reserve_write(cursor)  # SQLite: the write lock before FTS5 is read
+    with _one_transaction(manager):
         inserted = manager.get_session(session_id).append_message(message_dict(payload.message), parent)
         if inserted:
             _touch(manager, session_id)
@@ -164,8 +174,9 @@ def upsert_message(request: HttpRequest, session_id: str, payload: AppendIn):
 
 def _delete_some(request: HttpRequest, session_id: str, payload: DeleteMessagesIn) -> dict:
     manager = owned_manager(request, session_id)
-    deleted = manager.get_session(session_id).delete_messages(payload.ids)
-    _touch(manager, session_id)
+    with _one_transaction(manager):
+        deleted = manager.get_session(session_id).delete_messages(payload.ids)
+        _touch(manager, session_id)
     return {"deleted": int(deleted or 0)}
 
 
@@ -238,7 +249,7 @@ def put_message(
     session = manager.get_session(session_id)
     message = {**message_dict(payload), "id": message_id}
     if "If-Match" in request.headers:  # conditional: only ever replaces, under a row lock
-        with transaction.atomic(using=manager.using):
+        with _one_transaction(manager):
             check_if_match(request, message_etag(_locked_message(manager, session, message_id)))
             inserted = _upsert(manager, session_id, message, OMITTED)
     elif session.get_message(message_id) is None:
@@ -264,7 +275,7 @@ def delete_message(request: HttpRequest, session_id: str, message_id: str):
     """Delete one message (its children stay, as roots); ``If-Match`` honoured."""
     manager = owned_manager(request, session_id)
     session = manager.get_session(session_id)
-    with transaction.atomic(using=manager.using):
+    with _one_transaction(manager):
         stored = _locked_message(manager, session, message_id)
         if stored is None:
             raise not_found("message")
