@@ -11,9 +11,11 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from agent_sessions.api import access, routes_messages
+from agent_sessions.api import access
+from agent_sessions.manager import rows
 from agent_sessions.models import Message, SessionRecord
 from agent_sessions.search.plan import MESSAGES
+from agent_sessions.storage import appends
 from tests.support.api import ui
 
 pytestmark = pytest.mark.django_db
@@ -96,7 +98,9 @@ def test_written_out_statements_name_the_models_tables():
     assert f"FROM {messages} " in access._MESSAGE_EXISTS
     assert "FROM assistant_sessions WHERE owner_id = %s" in MESSAGES.owned_scopes
     assert sessions == "assistant_sessions"
-    assert routes_messages._TOUCH.startswith(f"UPDATE {sessions} ")
+    assert rows._TOUCH.startswith(f"UPDATE {sessions} ")
+    assert appends.STAMP.startswith(f"UPDATE {sessions} ")
+    assert f"FROM {messages} " in appends.STAMP
     columns = {f.column for f in SessionRecord._meta.fields}
     assert {"id", "end_reason", "owner_id", "updated_at"} <= columns
     assert {"session_id", "id"} <= {f.column for f in Message._meta.fields}

@@ -1,5 +1,5 @@
 """Writes stamp the registry row in their own transaction: SessionManager's appends (storage/appends.STAMP)
-and the API's message routes (``_one_transaction`` in api/routes_messages.py).
+its deletions and overlays, and the API's message routes (``manager.rows.write_transaction``).
 
 The stamp used to follow as a transaction of its own: a second commit per append.  These
 tests hold the two together (a stamp that fails takes the write back), keep what the stamp
@@ -78,6 +78,19 @@ def test_append_and_its_stamp_commit_together(refused_stamps):
     assert _stored(sid) == []
     manager.append(other, msg("a"))
     assert _stored(other) == ["a"]  # the trigger leaves other sessions alone
+
+
+def test_deletions_and_overlays_commit_with_their_stamp(refused_stamps):
+    manager = SessionManager()
+    sid = manager.create("fragile").id
+    manager.append_all(sid, [msg("a"), msg("b"), msg("c")])
+    refused_stamps()
+    with pytest.raises(Exception, match="stamp refused"):
+        manager.delete_messages(sid, ["c"])
+    with pytest.raises(Exception, match="stamp refused"):
+        manager.add_compaction(sid, "summary", "a", "b")
+    assert _stored(sid) == ["a", "b", "c"]
+    assert manager.get_compactions(sid) == []
 
 
 def test_append_stamps_with_the_managers_clock():

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
-from django.db import connections, transaction
 from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Status
 
-from ..manager import SessionManager, clock
+from ..manager import SessionManager, rows
 from ..models import Message
-from ..storage import backends
 from ..storage.orm import OMITTED
 from .access import message_exists, owned_manager, require_message, writable_manager
 from .errors import ApiError, not_found
@@ -39,27 +35,6 @@ from .schemas import (
 )
 
 router = Router(tags=["messages"])
-
-
-_TOUCH = "UPDATE assistant_sessions SET updated_at = %s WHERE id = %s"
-
-
-def _touch(manager: SessionManager, session_id: str) -> None:
-    """Bump ``updated_at`` with the registry's clock, as the manager's own writes do (written out: the ORM's
-    UPDATE compilation costs more than the statement, and every append runs it)."""
-    connection = connections[manager.using]
-    stamp = connection.ops.adapt_datetimefield_value(clock.now())
-    with connection.cursor() as cursor:
-        cursor.execute(_TOUCH, [stamp, session_id])
-
-
-@contextmanager
-def _one_transaction(manager: SessionManager) -> Iterator[None]:
-    """A request's writes and its touch in one transaction: one commit (one WAL flush), not one each.
-    SQLite: the write lock first, before FTS5 is read."""
-    with transaction.atomic(using=manager.using), connections[manager.using].cursor() as cursor:
-        backends.for_alias(manager.using).reserve_write(cursor)
-        yield
 
 
 def _parent(manager: SessionManager, session_id: str, payload: AppendIn) -> Any:
@@ -91,11 +66,11 @@ def _upsert(manager: SessionManager, session_id: str, message: dict, parent: Any
     The insert itself decides (the unique (session, id) key makes one racing
     request the inserter), so ``inserted`` stays truthful under concurrency."""
     session = manager.get_session(session_id)
-    with _one_transaction(manager):
+    with rows.write_transaction(manager.using):
         inserted = session.append_message(message, parent)
         if not inserted:
             session.update_message(message)
-        _touch(manager, session_id)
+        rows.touch(manager.using, session_id)
     return inserted
 
 
@@ -125,10 +100,10 @@ def append_message(request: HttpRequest, response: HttpResponse, session_id: str
     """201 (with ``Location``) when stored; 200 with ``inserted: false`` when the id already exists here
     (nothing changes); 409 once the session has ended."""
     manager, parent = _open_for_append(request, session_id, payload)
-    with _one_transaction(manager):
+    with rows.write_transaction(manager.using):
         inserted = manager.get_session(session_id).append_message(message_dict(payload.message), parent)
         if inserted:
-            _touch(manager, session_id)
+            rows.touch(manager.using, session_id)
     _message_location(response, session_id, payload.message.id)
     return Status(201 if inserted else 200, {"id": payload.message.id, "inserted": inserted})
 
@@ -141,10 +116,10 @@ def append_message(request: HttpRequest, response: HttpResponse, session_id: str
 def list_messages(request: HttpRequest, session_id: str, limit: int | None = _LIMIT, offset: int = _OFFSET):
     """Every stored message of every branch, in insertion order (no compaction applied); ``count`` is the total."""
     manager = owned_manager(request, session_id)
-    rows = Message.objects.using(manager.using).filter(session_id=session_id)
+    stored = Message.objects.using(manager.using).filter(session_id=session_id)
     size = page_size(limit)
-    messages = [row.message for row in rows.order_by("seq")[offset : offset + size]]
-    return stored_messages(request, {"messages": messages, "count": rows.count(), "limit": size, "offset": offset})
+    messages = [row.message for row in stored.order_by("seq")[offset : offset + size]]
+    return stored_messages(request, {"messages": messages, "count": stored.count(), "limit": size, "offset": offset})
 
 
 @router.delete(
@@ -174,9 +149,9 @@ def upsert_message(request: HttpRequest, session_id: str, payload: AppendIn):
 
 def _delete_some(request: HttpRequest, session_id: str, payload: DeleteMessagesIn) -> dict:
     manager = owned_manager(request, session_id)
-    with _one_transaction(manager):
+    with rows.write_transaction(manager.using):
         deleted = manager.get_session(session_id).delete_messages(payload.ids)
-        _touch(manager, session_id)
+        rows.touch(manager.using, session_id)
     return {"deleted": int(deleted or 0)}
 
 
@@ -249,7 +224,7 @@ def put_message(
     session = manager.get_session(session_id)
     message = {**message_dict(payload), "id": message_id}
     if "If-Match" in request.headers:  # conditional: only ever replaces, under a row lock
-        with _one_transaction(manager):
+        with rows.write_transaction(manager.using):
             check_if_match(request, message_etag(_locked_message(manager, session, message_id)))
             inserted = _upsert(manager, session_id, message, OMITTED)
     elif session.get_message(message_id) is None:
@@ -275,13 +250,13 @@ def delete_message(request: HttpRequest, session_id: str, message_id: str):
     """Delete one message (its children stay, as roots); ``If-Match`` honoured."""
     manager = owned_manager(request, session_id)
     session = manager.get_session(session_id)
-    with _one_transaction(manager):
+    with rows.write_transaction(manager.using):
         stored = _locked_message(manager, session, message_id)
         if stored is None:
             raise not_found("message")
         check_if_match(request, message_etag(stored))
         session.delete_messages([message_id])
-        _touch(manager, session_id)
+        rows.touch(manager.using, session_id)
     return Status(204, None)
 
 

@@ -126,7 +126,7 @@ class SessionManager(RecordingBuilder):
             self._sessions.pop(session_id, None)
 
     def _touch(self, session_id: str) -> None:
-        rows.update(self.using, session_id)
+        rows.touch(self.using, session_id)
 
     # ── messages ────────────────────────────────────────────────────
     def _append(self, session: Session, message: dict, parent_id: Any) -> bool:
@@ -174,13 +174,17 @@ class SessionManager(RecordingBuilder):
 
     def clear_messages(self, session_id: str) -> None:
         """Delete every message and overlay of the session."""
+        # Stamped after, not with it: clearing also resets the session's loaded skills and stored
+        # prompt in this process, which a rolled-back transaction would not put back.
         self.get_session(session_id).clear_messages()
         self._touch(session_id)
 
     def delete_messages(self, session_id: str, message_ids: builtins.list[str]) -> None:
         """Delete messages by id (children stay, as roots)."""
-        self.get_session(session_id).delete_messages(message_ids)
-        self._touch(session_id)
+        session = self.get_session(session_id)
+        with rows.write_transaction(self.using):
+            session.delete_messages(message_ids)
+            self._touch(session_id)
 
     def get_branches(self, session_id: str, message_id: str) -> builtins.list[dict]:
         """Children of a message, oldest first."""
@@ -218,8 +222,10 @@ class SessionManager(RecordingBuilder):
     # ── compaction ──────────────────────────────────────────────────
     def add_compaction(self, session_id: str, summary: str, from_id: str, to_id: str) -> StoredCompaction:
         """Store an overlay replacing ``from_id..to_id`` with ``summary`` on read."""
-        stored = self.get_session(session_id).add_compaction(summary, from_id, to_id)
-        self._touch(session_id)
+        session = self.get_session(session_id)
+        with rows.write_transaction(self.using):
+            stored = session.add_compaction(summary, from_id, to_id)
+            self._touch(session_id)
         return stored
 
     def get_compactions(self, session_id: str) -> builtins.list[StoredCompaction]:

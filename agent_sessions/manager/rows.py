@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, overload
 
-from django.db import connections, models
+from django.db import connections, models, transaction
 from django.db.models import F
 from django.db.models.functions import Right
 
@@ -98,6 +100,27 @@ def fetch_or_raise(using: str, session_id: str) -> SessionRecord:
     if row is None:
         raise SessionNotFound(f"no session with id {session_id!r}")
     return row
+
+
+_TOUCH = "UPDATE assistant_sessions SET updated_at = %s WHERE id = %s"
+
+
+def touch(using: str, session_id: str) -> None:
+    """Bump ``updated_at`` with the registry's clock (written out: the ORM's UPDATE compilation costs
+    more than the statement, and the API runs it on every write)."""
+    connection = connections[using]
+    stamp = connection.ops.adapt_datetimefield_value(clock.now())
+    with connection.cursor() as cursor:
+        cursor.execute(_TOUCH, [stamp, session_id])
+
+
+@contextmanager
+def write_transaction(using: str) -> Iterator[None]:
+    """One transaction for a write and its :func:`touch`: one commit (one WAL flush), not one each, and a
+    touch that fails takes the write back.  SQLite: the write lock first, before FTS5 is read."""
+    with transaction.atomic(using=using), connections[using].cursor() as cursor:
+        backends.for_alias(using).reserve_write(cursor)
+        yield
 
 
 def update(using: str, session_id: str, **fields: Any) -> int:
