@@ -1,5 +1,5 @@
 """Writes stamp the registry row in their own transaction: SessionManager's appends (storage/appends.STAMP)
-its deletions and overlays, and the API's message routes (``manager.rows.write_transaction``).
+its deletions and overlays, the adapters' pops, and the API's message routes (``manager.rows.write_transaction``).
 
 The stamp used to follow as a transaction of its own: a second commit per append.  These
 tests hold the two together (a stamp that fails takes the write back), keep what the stamp
@@ -161,3 +161,14 @@ def test_the_apis_upserts_and_deletions_commit_with_their_touch(api, refused_sta
     session = SessionManager().get_session(sid)
     assert session.get_message("a")["parts"][0]["text"] == "first"  # the update went back with the touch
     assert _stored(sid) == ["a", "b"]  # so did the deletion
+
+
+def test_an_adapters_pop_commits_with_its_stamp(refused_stamps):
+    from agent_sessions.integrations._store import SessionStore
+
+    store = SessionStore("fragile", source="test")  # registered with its id as its name
+    store.append([msg("a"), msg("b")])
+    refused_stamps()
+    with pytest.raises(Exception, match="stamp refused"):
+        store.pop_latest()
+    assert _stored("fragile") == ["a", "b"]

@@ -78,8 +78,11 @@ class SessionStore:
             leaf = session.get_latest_leaf()
             if leaf is None:
                 return None
-            if session.storage.delete_messages([leaf["id"]]):
-                rows.update(self.manager.using, self.session_id)
+            with rows.write_transaction(self.manager.using):  # the deletion and its stamp commit together
+                deleted = session.storage.delete_messages([leaf["id"]])
+                if deleted:
+                    rows.touch(self.manager.using, self.session_id)
+            if deleted:
                 return leaf
 
     def clear(self) -> None:
