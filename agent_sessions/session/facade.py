@@ -158,11 +158,12 @@ class Session:
         """:meth:`append_message`, and whether ``registry_stamp`` (SessionManager's clock) went in with it:
         the Django store sets ``updated_at`` in the insert's own transaction; a custom provider cannot."""
         storage = self._storage
-        stamped = registry_stamp is not None and isinstance(storage, DjangoSessionProvider)
         if isinstance(storage, DjangoSessionProvider):
             outcome = storage.append_message_stats(message, parent_id, registry_stamp=registry_stamp)
+            stamped = registry_stamp is not None
         else:
             outcome = self._append_custom(message, parent_id)
+            stamped = False
         if outcome.inserted:
             self.compaction.after_append(message["id"], path_tokens=outcome.path_tokens, parent_id=outcome.parent_id)
         return outcome.inserted, stamped

@@ -423,8 +423,8 @@ class DjangoSessionProvider:
         connection = self.connection
         now = connection.ops.adapt_datetimefield_value(timezone.now())
         values = [message["id"], self.session_id, message["role"], stored, text, tools, now, tokens]
+        stamp = None if registry_stamp is None else connection.ops.adapt_datetimefield_value(registry_stamp)
         with permanent_errors_as_invalid(), connection.cursor() as cursor:
-            stamp = None if registry_stamp is None else connection.ops.adapt_datetimefield_value(registry_stamp)
             row = self.backend.locked_insert(cursor, self.session_id, values, parent, auto=auto, stamp=stamp)
         if row is None:
             if self._fetchone(_STORED_ID, [self.session_id, message["id"]]) is None:
