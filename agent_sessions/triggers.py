@@ -57,7 +57,8 @@ protect_message_tree = pgtrigger.Trigger(
 # now(): several appends in one transaction still order the sessions they touched.
 # greatest(): the stamp never moves back, so a stamp the registry wrote with its own
 # clock (manager/clock.py, possibly ahead of the database's) is never undercut.
-_PG_STAMP = "updated_at = greatest(s.updated_at, clock_timestamp())"
+_PG_NEWEST = "greatest(s.updated_at, clock_timestamp())"
+_PG_STAMP = f"updated_at = {_PG_NEWEST}"
 _PG_COUNT = (
     "\n    UPDATE assistant_sessions AS s SET message_count = greatest(s.message_count {sign} n.c, 0),\n"
     f"        {_PG_STAMP}\n"
@@ -84,10 +85,12 @@ count_inserted_messages = pgtrigger.Trigger(
 """On ``assistant_messages``: appends raise their session's count and ``updated_at``."""
 
 
-def count_one_sql(session: str) -> str:
+def count_one_sql(session: str, stamp: str | None = None) -> str:
     """What :data:`count_inserted_messages` does for one new row of the session ``session`` (an SQL
-    expression): the append function's own count, under :data:`COUNTED_BY_APPEND`."""
-    return f"UPDATE assistant_sessions AS s SET message_count = s.message_count + 1, {_PG_STAMP} WHERE s.id = {session}"
+    expression): the append function's own count, under :data:`COUNTED_BY_APPEND`.  ``stamp``: an
+    SQL expression that, when not null, is the ``updated_at`` to set instead (the registry's own)."""
+    stamped = _PG_STAMP if stamp is None else f"updated_at = coalesce({stamp}, {_PG_NEWEST})"
+    return f"UPDATE assistant_sessions AS s SET message_count = s.message_count + 1, {stamped} WHERE s.id = {session}"
 
 
 count_deleted_messages = pgtrigger.Trigger(

@@ -9,6 +9,8 @@ writing anything.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from django.db import connection
 
@@ -21,19 +23,22 @@ from .support.api import ui
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-# A stamp refused by the database: an update of a "fragile" session's row that leaves its
-# count alone is the manager's stamp (the count triggers and the append function change the
-# count), so only the stamp fails.
+# A stamp refused by the database: the registry's clock is moved on to the year 2100 (its next
+# readings follow it, see manager/clock.py), and a trigger refuses that year on a "fragile"
+# session's row.  The database's own stamps (the count triggers' clock_timestamp()) pass, so only
+# the manager's stamp fails, whether it goes as a statement of its own or rides on the append
+# function's count.
+_FAR = datetime(2100, 1, 1, tzinfo=UTC)
 _REFUSE_STAMP = {
     "postgresql": [
         "CREATE FUNCTION test_refuse_stamp() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
         "RAISE EXCEPTION 'stamp refused' USING ERRCODE = 'integrity_constraint_violation'; END $$",
         "CREATE TRIGGER test_refuse_stamp BEFORE UPDATE ON assistant_sessions FOR EACH ROW "
-        "WHEN (NEW.name = 'fragile' AND OLD.message_count = NEW.message_count) EXECUTE FUNCTION test_refuse_stamp()",
+        "WHEN (NEW.name = 'fragile' AND NEW.updated_at >= '2100-01-01Z') EXECUTE FUNCTION test_refuse_stamp()",
     ],
     "sqlite": [
         "CREATE TRIGGER test_refuse_stamp BEFORE UPDATE ON assistant_sessions FOR EACH ROW "
-        "WHEN NEW.name = 'fragile' AND OLD.message_count = NEW.message_count "
+        "WHEN NEW.name = 'fragile' AND NEW.updated_at >= '2100-01-01' "
         "BEGIN SELECT RAISE(ABORT, 'stamp refused'); END",
     ],
 }
@@ -44,13 +49,14 @@ _UNDO = {
 
 
 @pytest.fixture
-def refused_stamps():
-    """Call it to install the trigger (after the sessions are created: SQLite's registry insert updates its new row)."""
+def refused_stamps(monkeypatch):
+    """Call it to install the trigger and move the registry's clock on (after the sessions are created)."""
 
     def install() -> None:
         with connection.cursor() as cursor:
             for sql in _REFUSE_STAMP[connection.vendor]:
                 cursor.execute(sql)
+        monkeypatch.setattr(clock, "_last", _FAR)
 
     yield install
     with connection.cursor() as cursor:
@@ -93,15 +99,15 @@ def test_deletions_and_overlays_commit_with_their_stamp(refused_stamps):
     assert manager.get_compactions(sid) == []
 
 
-def test_append_stamps_with_the_managers_clock():
+def test_append_stamps_with_the_managers_clock(monkeypatch):
     manager = SessionManager()
     sid = manager.create("s").id
-    before = clock.now()
+    monkeypatch.setattr(clock, "_last", _FAR)  # ahead of the database's clock: only the manager's stamps reach it
     manager.append(sid, msg("a"))
-    after = clock.now()
-    assert before < _stamp(sid) < after  # the registry's clock, to the microsecond, between the two
+    first = _stamp(sid)
+    assert _FAR < first <= clock._last  # the registry's clock, to the microsecond
     manager.append_all(sid, [msg("b"), msg("c")])
-    assert _stamp(sid) > after
+    assert first < _stamp(sid) <= clock._last
     assert SessionRecord.objects.get(pk=sid).message_count == 3
 
 

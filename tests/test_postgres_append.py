@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC
 
 import pytest
 from django.db import connection, transaction
@@ -299,3 +300,68 @@ def test_the_stamp_changes_with_the_tables_file():
     else:
         assert _stamp() != before
         assert _stamp().split("/")[0] == before.split("/")[0]
+
+
+_STAMPED_APPEND = (
+    "import django, json, os, sys\n"
+    "os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'project.settings'); django.setup()\n"
+    "from datetime import datetime, timezone\nfrom django.db import connection\n"
+    "from agent_sessions import SessionManager\nfrom agent_sessions.manager import clock\n"
+    "from agent_sessions.models import Message, SessionRecord\nfrom agent_sessions.storage import postgres_append\n"
+    "from agent_sessions.storage.postgres import lock_key\n"
+    "SessionRecord.objects.get_or_create(id='s')\n"
+    "clock._last = datetime(2100, 1, 1, tzinfo=timezone.utc)  # the manager's next stamps: in 2100\n"
+    "SessionManager().append('s', {'id': sys.argv[1], 'role': 'user', 'parts': []})\n"
+    "year = SessionRecord.objects.get(id='s').updated_at.year\n"
+    "old = {'id': sys.argv[1] + '-old', 'role': 'user', 'parts': []}\n"
+    "with connection.cursor() as cursor:\n"
+    "    cursor.execute('SELECT pronargs FROM pg_proc WHERE proname = %s', [postgres_append.NAME])\n"
+    "    arguments = [r[0] for r in cursor.fetchall()]\n"
+    "    # what the code of migrations 0021-0023 sends: the call without the stamp\n"
+    "    values = [old['id'], 's', 'user', json.dumps(old), '', '', datetime.now(timezone.utc), 1]\n"
+    "    cursor.execute(postgres_append.UNSTAMPED_CALL, [lock_key('s'), *values, None, True])\n"
+    "count = SessionRecord.objects.get(id='s').message_count\n"
+    "print(year, arguments, count, Message.objects.filter(session_id='s').count())\n"
+)
+
+
+def test_migration_0024_gives_the_function_the_stamp_both_ways():
+    """0024 replaces the function with one that takes the manager's stamp.  Before it (or gone back),
+    the code sends the stamp after the call; after it, with the call.  Code that predates it (a
+    call without the stamp) keeps working across the step, and every append is counted once."""
+    from tests.test_keys import _run, _scratch_database
+
+    with _scratch_database() as url:
+        steps = []
+        for i, target in enumerate(("0023", "0024", "0023", "0024")):
+            _run(url, "manage.py", "migrate", "agent_sessions", target, "--noinput", "-v0")
+            steps.append(_run(url, "-c", _STAMPED_APPEND, f"m{i}").strip())
+        assert steps == ["2100 [11] 2 2", "2100 [12] 4 4", "2100 [11] 6 6", "2100 [12] 8 8"]
+
+
+def test_code_newer_than_the_database_sends_the_stamp_after_the_call(session_id, monkeypatch):
+    """A database at migration 0023 (the function without ``p_stamp``): the call and the stamp go
+    as one query, and the manager's append stamps and counts as it does after 0024."""
+    from datetime import datetime
+
+    from agent_sessions.storage import postgres
+
+    far = datetime(2100, 1, 1, tzinfo=UTC)  # the manager's stamps, told from the database's
+
+    raw = connection.connection
+    try:
+        with connection.cursor() as cursor:  # rolled back with the test
+            for statement in postgres_append.install_sql(stamps=False):
+                cursor.execute(statement)
+        postgres._APPEND_MODE.pop(raw, None)
+        manager = SessionManager()
+        registered = manager.create("older").id
+        monkeypatch.setattr(clock, "_last", far)
+        manager.append(registered, msg("a"))
+        manager.append(registered, msg("b"))
+        assert postgres._APPEND_MODE[raw] is postgres._AppendMode.UNSTAMPED_FUNCTION
+        record = SessionRecord.objects.get(pk=registered)
+        assert (record.message_count, far < record.updated_at <= clock._last) == (2, True)
+        assert manager.get_session(registered).get_latest_leaf()["id"] == "b"
+    finally:
+        postgres._APPEND_MODE.pop(raw, None)

@@ -188,7 +188,7 @@ ALLOWED: dict[str, dict[str, str]] = {
     },
     "storage/postgres_append.py": {
         "NAME": "module constant: the function's name",
-        "', '.join(['%s'] * len(_ARGS))": "'%s, %s, …' only",
+        "', '.join(['%s'] * len(_args(stamps=stamps)))": "'%s, %s, …' only",
         "KEEP_PLANS_FROM_ROWS": "module constant: an int",
         "KEEP_PLANS_FROM_BYTES": "module constant: an int",
         "MODE": "module constant: the plan-mode expression",
@@ -196,8 +196,10 @@ ALLOWED: dict[str, dict[str, str]] = {
         "_known('k')": "code literal alias; the expression holds module constants only",
         "_known('c')": "code literal alias; the expression holds module constants only",
         "SIGNATURE": "module constant: the name and the argument types",
+        "UNSTAMPED_SIGNATURE": "module constant: the name and the argument types (before migration 0024)",
+        "other": "install_sql(): SIGNATURE or UNSTAMPED_SIGNATURE (module constants)",
         "args": "module-constant argument names and types",
-        "body(counts=counts)": "PL/pgSQL generated from appends.statement() (module constants) and code literals",
+        "body(counts=counts, stamps=stamps)": "PL/pgSQL generated from appends (module constants) and code literals",
         "settings": "install_sql(): PLANNER_SETTINGS, with COUNTING or not (module constants)",
         "PLANNER_SETTINGS": "module constant: SET clauses",
         "COUNTING": "module constant: the SET clause of triggers.COUNTED_BY_APPEND",
@@ -206,6 +208,7 @@ ALLOWED: dict[str, dict[str, str]] = {
         "COUNTED_BY_APPEND": "module constant: a setting's name",
         "_PG_STAMP": "module constant: the updated_at assignment of both count updates",
         "session": "count_one_sql(): a code-literal SQL expression (the function's argument name)",
+        "stamped": "count_one_sql(): _PG_STAMP, or a coalesce of a code-literal name and _PG_NEWEST",
     },
     "storage/postgres_partitions.py": {
         "table": "one of TABLES (checked on entry)",

@@ -53,5 +53,5 @@ class Migration(migrations.Migration):
                 "a594d7b2f4d5d88505e4d1b4bd9b317ed7794a46",
             ),
         ),
-        migrations.RunPython(postgres_append.reinstall, postgres_append.reinstall_uncounted, elidable=False),
+        migrations.RunPython(postgres_append.reinstall_unstamped, postgres_append.reinstall_uncounted, elidable=False),
     ]

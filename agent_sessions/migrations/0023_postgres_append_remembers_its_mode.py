@@ -15,4 +15,4 @@ from agent_sessions.storage import postgres_append
 class Migration(migrations.Migration):
     dependencies = [("agent_sessions", "0022_drop_session_id_like_index")]
 
-    operations = [migrations.RunPython(postgres_append.reinstall, migrations.RunPython.noop, elidable=False)]
+    operations = [migrations.RunPython(postgres_append.reinstall_unstamped, migrations.RunPython.noop, elidable=False)]

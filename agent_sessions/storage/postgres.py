@@ -112,16 +112,21 @@ def locked_insert(
     """Run the append (storage/appends.py) under the session's advisory lock, in one round trip.
 
     Normally one call of the ``agent_sessions_append`` function (storage/postgres_append.py:
-    it keeps the plans).  A database without it (migration 0018 not applied yet, as while a
-    deploy runs new code before ``migrate``) gets the lock and the statement instead (on a
-    hash-partitioned table, with the probe that prunes).  A registry ``stamp``
-    (:data:`appends.STAMP`) follows in the same transaction.  See :func:`_together`.
-    ``values``: the row's eight values (see :func:`appends.params`).  None: the id already existed.
+    it keeps the plans), which also sets a registry ``stamp``.  A database without it gets,
+    in one transaction (see :func:`_together`): before migration 0024, the call without the
+    stamp, then :data:`appends.STAMP`; before 0018 (as while a deploy runs new code before
+    ``migrate``), the lock, the statement (on a hash-partitioned table, with the probe that
+    prunes) and the stamp.  ``values``: the row's eight values (see :func:`appends.params`).
+    None: the id already existed.
     """
     key = lock_key(session_id)
     mode = _append_mode(cursor)
+    call = postgres_append.call_params(key, values, parent, auto=auto, stamp=stamp)
     if mode is _AppendMode.FUNCTION:
-        statements = [(postgres_append.CALL, postgres_append.call_params(key, values, parent, auto=auto))]
+        cursor.execute(postgres_append.CALL, call)
+        return cursor.fetchone()
+    if mode is _AppendMode.UNSTAMPED_FUNCTION:
+        statements = [(postgres_append.UNSTAMPED_CALL, call[:-1])]
     else:
         partitioned = mode is _AppendMode.PARTITIONED
         insert = appends.statement(parent, auto=auto, partitioned=partitioned)
@@ -163,6 +168,7 @@ def _together(cursor, statements: list[tuple[str, list]], answer: int) -> tuple 
 
 class _AppendMode(enum.Enum):
     FUNCTION = "the append function"
+    UNSTAMPED_FUNCTION = "the append function without the stamp argument (before migration 0024)"
     STATEMENT = "the statement, from the client (no function yet)"
     PARTITIONED = "the statement for a partitioned table, from the client (no function yet)"
 
@@ -172,7 +178,7 @@ class _AppendMode(enum.Enum):
 # partitioned meanwhile at once).
 _APPEND_MODE: weakref.WeakKeyDictionary[Any, _AppendMode] = weakref.WeakKeyDictionary()
 _MODE_SQL = (
-    "SELECT to_regprocedure(%s) IS NOT NULL, "
+    "SELECT to_regprocedure(%s) IS NOT NULL, to_regprocedure(%s) IS NOT NULL, "
     "(SELECT c.relkind = 'p' FROM pg_catalog.pg_class c WHERE c.oid = 'assistant_messages'::regclass)"
 )
 
@@ -182,10 +188,13 @@ def _append_mode(cursor) -> _AppendMode:
     raw = cursor.db.connection
     mode = _APPEND_MODE.get(raw)
     if mode is None:
+        signatures = [postgres_append.SIGNATURE, postgres_append.UNSTAMPED_SIGNATURE]
         with cursor.db.wrap_database_errors:
-            has_function, partitioned = raw.execute(_MODE_SQL, [postgres_append.SIGNATURE]).fetchone()
-        if has_function:
+            stamped, unstamped, partitioned = raw.execute(_MODE_SQL, signatures).fetchone()
+        if stamped:
             mode = _AppendMode.FUNCTION
+        elif unstamped:
+            mode = _AppendMode.UNSTAMPED_FUNCTION
         else:
             mode = _AppendMode.PARTITIONED if partitioned else _AppendMode.STATEMENT
         _APPEND_MODE[raw] = mode

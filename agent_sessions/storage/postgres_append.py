@@ -8,7 +8,8 @@ insert could not be one of them; one function call is one round trip, one implic
 transaction in autocommit, and works behind any pooler.  The function takes the session's
 advisory lock, then runs :data:`appends.INSERT`, which takes its snapshot after the lock
 was granted (each statement of a volatile function takes a new one), so it sees every
-earlier append.
+earlier append.  It counts its row on the session's registry row (migration 0021) and sets
+the registry's ``updated_at`` stamp there when SessionManager passes one (0024, :func:`body`).
 
 The body is generated here from :mod:`~agent_sessions.storage.appends`; a test holds the
 installed function equal to it, so a change of the append's SQL needs a migration that
@@ -26,7 +27,9 @@ LOCK = "pg_advisory_xact_lock(hashtextextended({key}, 0))"
 """The session's write lock, on the key ``storage.postgres.lock_key`` gives: the one expression the
 function and the client's statements (storage/postgres.py) take it with, so they always meet."""
 
-# (name, type) of the function's arguments, in the order :func:`call_params` gives them.
+# (name, type) of the function's arguments, in the order :func:`call_params` gives them.  The
+# last, the registry's stamp, came with migration 0024 (it defaults to null, so a call without it,
+# from code that predates it, still resolves); migrations 0018-0023 install the function without it.
 _ARGS = (
     ("p_lock_key", "text"),
     ("p_id", "text"),
@@ -39,10 +42,29 @@ _ARGS = (
     ("p_tokens", "integer"),
     ("p_parent", "text"),
     ("p_auto", "boolean"),
+    ("p_stamp", "timestamptz"),
 )
 _ROW = [name for name, _ in _ARGS[1:9]]  # the eight row values appends.params() takes
-SIGNATURE = f"{NAME}({', '.join(kind for _, kind in _ARGS)})"
-CALL = f"SELECT seq, parent_id, depth, path_tokens FROM {NAME}({', '.join(['%s'] * len(_ARGS))})"
+
+
+def _args(*, stamps: bool) -> tuple[tuple[str, str], ...]:
+    return _ARGS if stamps else _ARGS[:-1]
+
+
+def _signature(*, stamps: bool) -> str:
+    return f"{NAME}({', '.join(kind for _, kind in _args(stamps=stamps))})"
+
+
+def _call(*, stamps: bool) -> str:
+    return f"SELECT seq, parent_id, depth, path_tokens FROM {NAME}({', '.join(['%s'] * len(_args(stamps=stamps)))})"
+
+
+SIGNATURE = _signature(stamps=True)
+UNSTAMPED_SIGNATURE = _signature(stamps=False)
+"""The function as migrations 0018-0023 installed it: no stamp argument."""
+CALL = _call(stamps=True)
+UNSTAMPED_CALL = _call(stamps=False)
+"""A call of :data:`UNSTAMPED_SIGNATURE`; parameters: :func:`call_params` but the last."""
 
 
 def _insert(parent: str | None, *, auto: bool, dynamic: bool, partitioned: bool = False) -> str:
@@ -126,10 +148,33 @@ STAMP = (
 """Which table the mode was found for (an SQL expression): its oid and the number of its file."""
 
 
-def body(*, counts: bool = True) -> str:
+def _stamp() -> str:
+    """:data:`appends.STAMP` as the function runs it, for an id that was already stored (see :func:`body`)."""
+    names = appends.stamp_params("p_stamp", "p_session_id", "p_id")
+    pieces = appends.STAMP.split("%s")
+    assert len(pieces) == len(names) + 1, "appends.stamp_params() and appends.STAMP disagree"
+    return "".join(p + n for p, n in zip(pieces, names, strict=False)) + pieces[-1]
+
+
+def body(*, counts: bool = True, stamps: bool = True) -> str:
     """The function's PL/pgSQL source (what ``pg_proc.prosrc`` holds once installed); ``counts=False``:
-    as migrations 0018-0020 installed it, leaving the count to the insert trigger."""
-    count = f"  IF FOUND THEN\n    {triggers.count_one_sql('p_session_id')};\n  END IF;\n" if counts else ""
+    as migrations 0018-0020 installed it, leaving the count to the insert trigger; ``stamps=False``:
+    as 0018-0023 did, without the registry's stamp (``p_stamp``).
+
+    With a stamp, the count's own update of the registry row sets ``updated_at`` to it; an id
+    already stored (a repeated append) is stamped all the same, as :data:`appends.STAMP` does
+    after the call for code that predates the argument; an id refused is not.
+    """
+    assert counts or not stamps, "the stamp rides on the function's own count"
+    if not counts:
+        count = ""
+    elif not stamps:
+        count = f"  IF FOUND THEN\n    {triggers.count_one_sql('p_session_id')};\n  END IF;\n"
+    else:
+        count = (
+            f"  IF FOUND THEN\n    {triggers.count_one_sql('p_session_id', stamp='p_stamp')};\n"
+            f"  ELSIF p_stamp IS NOT NULL THEN\n    {_stamp()};\n  END IF;\n"
+        )
     return (
         "\n#variable_conflict use_column\n"
         f"DECLARE\n  stamp text := {STAMP};\n  mode text := current_setting('{MODE_SETTING}', true);\n"
@@ -181,31 +226,41 @@ PLANNER_SETTINGS = (
 COUNTING = f"SET {triggers.COUNTED_BY_APPEND} = on"
 
 
-def install_sql(*, counts: bool = True) -> list[str]:
-    """Create (or replace) the function (``counts``: see :func:`body`)."""
-    args = ", ".join(f"{name} {kind}" for name, kind in _ARGS)
+def install_sql(*, counts: bool = True, stamps: bool = True) -> list[str]:
+    """Create (or replace) the function (``counts``, ``stamps``: see :func:`body`), dropping the
+    other signature first: with both installed, a call without the stamp would be ambiguous."""
+    args = ", ".join(f"{name} {kind}" for name, kind in _args(stamps=stamps))
+    if stamps:
+        args += " DEFAULT NULL"
     settings = f"{PLANNER_SETTINGS} {COUNTING}" if counts else PLANNER_SETTINGS
+    other = UNSTAMPED_SIGNATURE if stamps else SIGNATURE
     return [
+        f"DROP FUNCTION IF EXISTS {other}",
         f"CREATE OR REPLACE FUNCTION {NAME}({args}) "
         "RETURNS TABLE (seq bigint, parent_id text, depth integer, path_tokens bigint) "
         f"LANGUAGE plpgsql VOLATILE {settings} "
-        f"AS $agent_sessions_append${body(counts=counts)}$agent_sessions_append$"
+        f"AS $agent_sessions_append${body(counts=counts, stamps=stamps)}$agent_sessions_append$",
     ]
 
 
-UNINSTALL = [f"DROP FUNCTION IF EXISTS {SIGNATURE}"]
+UNINSTALL = [f"DROP FUNCTION IF EXISTS {SIGNATURE}", f"DROP FUNCTION IF EXISTS {UNSTAMPED_SIGNATURE}"]
 
 
 def reinstall(apps, schema_editor) -> None:
     """A migration's step (``RunPython``) that installs the function again from this code, on Postgres:
-    for each change of the append's SQL (the function's signature stays)."""
-    _install(schema_editor, counts=True)
+    for each change of the append's SQL (from 0024 on; the signature stays)."""
+    _install(schema_editor, counts=True, stamps=True)
+
+
+def reinstall_unstamped(apps, schema_editor) -> None:
+    """:func:`reinstall` as migrations 0021-0023 (and 0024's reverse) install it: no stamp argument."""
+    _install(schema_editor, counts=True, stamps=False)
 
 
 def reinstall_uncounted(apps, schema_editor) -> None:
     """:func:`reinstall` as migrations 0018-0020 (and 0021's reverse) install it: the insert trigger
     counts its rows, so a database stopped at any of them counts each row once."""
-    _install(schema_editor, counts=False)
+    _install(schema_editor, counts=False, stamps=False)
 
 
 def uninstall(apps, schema_editor) -> None:
@@ -213,8 +268,8 @@ def uninstall(apps, schema_editor) -> None:
     _run(schema_editor, UNINSTALL)
 
 
-def _install(schema_editor, *, counts: bool) -> None:
-    _run(schema_editor, install_sql(counts=counts))
+def _install(schema_editor, *, counts: bool, stamps: bool) -> None:
+    _run(schema_editor, install_sql(counts=counts, stamps=stamps))
 
 
 def _run(schema_editor, statements: list[str]) -> None:
@@ -223,6 +278,7 @@ def _run(schema_editor, statements: list[str]) -> None:
             schema_editor.execute(statement, params=None)
 
 
-def call_params(lock_key: str, values: list, parent: str | None, *, auto: bool) -> list:
-    """The arguments of :data:`CALL`: the lock key, the row's eight values (see :func:`appends.params`), the parent."""
-    return [lock_key, *values, parent, auto]
+def call_params(lock_key: str, values: list, parent: str | None, *, auto: bool, stamp: object = None) -> list:
+    """The arguments of :data:`CALL`: the lock key, the row's eight values (see :func:`appends.params`),
+    the parent, and the registry's ``stamp`` (None: none)."""
+    return [lock_key, *values, parent, auto, stamp]
