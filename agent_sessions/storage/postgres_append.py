@@ -73,12 +73,18 @@ def _insert(parent: str | None, *, auto: bool, dynamic: bool, partitioned: bool 
     each call with the values, as a statement sent by a client is) with ``$n`` placeholders and
     a ``USING`` list; ``partitioned``: with the children probe that prunes partitions."""
     names = appends.params(_ROW, "p_session_id", parent, auto=auto, partitioned=partitioned)
-    pieces = appends.statement(parent, auto=auto, partitioned=partitioned).split("%s")
-    assert len(pieces) == len(names) + 1, "appends.params() and appends.statement() disagree"
+    sql = appends.statement(parent, auto=auto, partitioned=partitioned)
     if not dynamic:
-        return "RETURN QUERY " + "".join(p + n for p, n in zip(pieces, names, strict=False)) + pieces[-1]
-    sql = "".join(f"{p}${n}" for n, p in enumerate(pieces[:-1], start=1)) + pieces[-1]
-    return f"RETURN QUERY EXECUTE $sql${sql}$sql$ USING {', '.join(names)}"
+        return "RETURN QUERY " + _named(sql, names)
+    numbered = _named(sql, [f"${n}" for n in range(1, len(names) + 1)])
+    return f"RETURN QUERY EXECUTE $sql${numbered}$sql$ USING {', '.join(names)}"
+
+
+def _named(sql: str, names: list[str]) -> str:
+    """``sql`` with its ``%s`` placeholders replaced, in order, by ``names`` (argument names or ``$n``)."""
+    pieces = sql.split("%s")
+    assert len(pieces) == len(names) + 1, "a statement and its parameters disagree"
+    return "".join(p + n for p, n in zip(pieces, names, strict=False)) + pieces[-1]
 
 
 def _branches(*, dynamic: bool, partitioned: bool = False) -> str:
@@ -150,10 +156,7 @@ STAMP = (
 
 def _stamp() -> str:
     """:data:`appends.STAMP` as the function runs it, for an id that was already stored (see :func:`body`)."""
-    names = appends.stamp_params("p_stamp", "p_session_id", "p_id")
-    pieces = appends.STAMP.split("%s")
-    assert len(pieces) == len(names) + 1, "appends.stamp_params() and appends.STAMP disagree"
-    return "".join(p + n for p, n in zip(pieces, names, strict=False)) + pieces[-1]
+    return _named(appends.STAMP, appends.stamp_params("p_stamp", "p_session_id", "p_id"))
 
 
 def body(*, counts: bool = True, stamps: bool = True) -> str:
