@@ -30,6 +30,13 @@ GOALS = (
         "ours",
         1.5,
     ),
+    Goal(
+        "… both with prepared statements",
+        "1.",
+        "ours, SessionManager.append, prepared",
+        "ours, prepared statements",
+        1.5,
+    ),
     Goal("plain append ÷ langchain PostgresChatMessageHistory", "1.", "ours", "langchain*", 1.5),
     Goal("… both with prepared statements (psycopg's default)", "1.", "ours, prepared statements", "langchain*", 1.5),
     Goal("history of the whole path ÷ raw recursive CTE", "3a.", "ours", "raw SQL", 1.0),

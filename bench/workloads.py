@@ -323,6 +323,11 @@ def append_one_by_one(alias: str, database: str, n: int, peers: list) -> list[Re
     if connections[alias].vendor == "postgresql":
         prepared = Session.create(using=prepared_connection(alias, "prepared")).for_session(_sid("append-p"))
         impls.insert(1, ("ours, prepared statements", lambda i: prepared.append_message(message(i))))
+        # With server-bound parameters Postgres takes one statement per command: the manager's
+        # stamp must travel inside the append function's call to stay one round trip.
+        manager_p = SessionManager(using=prepared_connection(alias, "manager-prepared"))
+        registered_p = manager_p.create("bench append, prepared").id
+        impls.insert(4, ("ours, SessionManager.append, prepared", lambda i: manager_p.append(registered_p, message(i))))
     impls += [(peer.name, lambda i, peer=peer: peer.append(peer_item(i))) for peer in peers]
     neutral = Neutral(alias)
     wall: dict[str, list[float]] = {label: [] for label, _ in impls}

@@ -41,6 +41,9 @@ def test_bench_smoke_runs_every_workload(tmp_path):
         last50 = {r["impl"] for r in rows if r["workload"].startswith("3b.")}
         assert {"ours, prepared statements", "raw range scan, prepared statements"} <= last50
         assert "(raw range scan, prepared statements)" in proc.stdout
+        appends = {r["impl"] for r in rows if r["workload"].startswith("1.")}
+        assert "ours, SessionManager.append, prepared" in appends  # the manager with server-bound parameters
+        assert "(ours, prepared statements)" in proc.stdout  # ... and its goal row
 
 
 @pytest.mark.timeout(300)
