@@ -61,16 +61,22 @@ def _open_for_append(request: HttpRequest, session_id: str, payload: AppendIn) -
 
 
 def _upsert(manager: SessionManager, session_id: str, message: dict, parent: Any) -> bool:
-    """Insert, or replace the stored message with that id; True when this call inserted it.
+    """Insert, or replace the stored message with that id, and stamp the session, in one transaction;
+    True when this call inserted it."""
+    with rows.write_transaction(manager.using):
+        return _upsert_in_transaction(manager, session_id, message, parent)
+
+
+def _upsert_in_transaction(manager: SessionManager, session_id: str, message: dict, parent: Any) -> bool:
+    """:func:`_upsert`'s writes, for a caller already inside :func:`rows.write_transaction`.
 
     The insert itself decides (the unique (session, id) key makes one racing
     request the inserter), so ``inserted`` stays truthful under concurrency."""
     session = manager.get_session(session_id)
-    with rows.write_transaction(manager.using):
-        inserted = session.append_message(message, parent)
-        if not inserted:
-            session.update_message(message)
-        rows.touch(manager.using, session_id)
+    inserted = session.append_message(message, parent)
+    if not inserted:
+        session.update_message(message)
+    rows.touch(manager.using, session_id)
     return inserted
 
 
@@ -224,9 +230,9 @@ def put_message(
     session = manager.get_session(session_id)
     message = {**message_dict(payload), "id": message_id}
     if "If-Match" in request.headers:  # conditional: only ever replaces, under a row lock
-        with rows.write_transaction(manager.using):
+        with rows.write_transaction(manager.using):  # the check, the write and the stamp: one transaction
             check_if_match(request, message_etag(_locked_message(manager, session, message_id)))
-            inserted = _upsert(manager, session_id, message, OMITTED)
+            inserted = _upsert_in_transaction(manager, session_id, message, OMITTED)
     elif session.get_message(message_id) is None:
         writable_manager(request, session_id)
         if parent_id is not None:
