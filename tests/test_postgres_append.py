@@ -18,7 +18,7 @@ from django.db import connection, transaction
 from agent_sessions import InvalidMessage, Session, SessionManager, triggers
 from agent_sessions.manager import clock
 from agent_sessions.models import Message, SessionRecord
-from agent_sessions.storage import postgres_append
+from agent_sessions.storage import postgres_append, postgres_plans
 from agent_sessions.storage.orm import DjangoSessionProvider
 from agent_sessions.storage.postgres import lock_key
 from tests.conftest import msg
@@ -40,7 +40,7 @@ def _mode() -> str:
     """How the function plans on this table now: kept or planned (per call), and on a partitioned table
     partitioned kept or partitioned (per call)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT " + postgres_append.MODE)
+        cursor.execute("SELECT " + postgres_plans.MODE)
         return cursor.fetchone()[0]
 
 
@@ -235,18 +235,18 @@ def test_each_migration_step_counts_an_append_once():
 
 
 def _remembered() -> str | None:
-    return _setting(postgres_append.MODE_SETTING) or None
+    return _setting(postgres_plans.MODE_SETTING) or None
 
 
 def _stamp() -> str:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT " + postgres_append.STAMP)
+        cursor.execute("SELECT " + postgres_plans.STAMP)
         return cursor.fetchone()[0]
 
 
 def _remember(value: str) -> None:
     with connection.cursor() as cursor:  # a session-level setting, taken back with the test's transaction
-        cursor.execute("SELECT set_config(%s, %s, false)", [postgres_append.MODE_SETTING, value])
+        cursor.execute("SELECT set_config(%s, %s, false)", [postgres_plans.MODE_SETTING, value])
 
 
 def test_a_connection_remembers_kept_plans_for_the_table_it_found_them_on(session_id):

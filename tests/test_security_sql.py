@@ -189,12 +189,6 @@ ALLOWED: dict[str, dict[str, str]] = {
     "storage/postgres_append.py": {
         "NAME": "module constant: the function's name",
         "', '.join(['%s'] * len(_args(stamps=stamps)))": "'%s, %s, …' only",
-        "KEEP_PLANS_FROM_ROWS": "module constant: an int",
-        "KEEP_PLANS_FROM_BYTES": "module constant: an int",
-        "MODE": "module constant: the plan-mode expression",
-        "table": "_known(): a table alias, 'c' or 'k' (code literals)",
-        "_known('k')": "code literal alias; the expression holds module constants only",
-        "_known('c')": "code literal alias; the expression holds module constants only",
         "SIGNATURE": "module constant: the name and the argument types",
         "UNSTAMPED_SIGNATURE": "module constant: the name and the argument types (before migration 0024)",
         "other": "install_sql(): SIGNATURE or UNSTAMPED_SIGNATURE (module constants)",
@@ -203,6 +197,14 @@ ALLOWED: dict[str, dict[str, str]] = {
         "settings": "install_sql(): PLANNER_SETTINGS, with COUNTING or not (module constants)",
         "PLANNER_SETTINGS": "module constant: SET clauses",
         "COUNTING": "module constant: the SET clause of triggers.COUNTED_BY_APPEND",
+    },
+    "storage/postgres_plans.py": {
+        "KEEP_PLANS_FROM_ROWS": "module constant: an int",
+        "KEEP_PLANS_FROM_BYTES": "module constant: an int",
+        "MODE": "module constant: the plan-mode expression",
+        "table": "_known(): a table alias, 'c' or 'k' (code literals)",
+        "_known('k')": "code literal alias; the expression holds module constants only",
+        "_known('c')": "code literal alias; the expression holds module constants only",
     },
     "triggers.py": {
         "COUNTED_BY_APPEND": "module constant: a setting's name",

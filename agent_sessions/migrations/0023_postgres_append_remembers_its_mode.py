@@ -2,7 +2,7 @@
 
 Deciding it was a catalog query at every call (5-9 % of the server's time in an append); the
 function now keeps the answer in the connection's setting ``agent_sessions.append_mode``,
-stamped with the table it was found for (``storage.postgres_append.STAMP``).  The function is
+stamped with the table it was found for (``storage.postgres_plans.STAMP``).  The function is
 installed again from the code; going back leaves it as it is (its signature is unchanged, and
 the earlier migrations install the same code's body).
 """

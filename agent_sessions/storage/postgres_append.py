@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from .. import triggers
 from . import appends
+from .postgres_plans import PLANNER_SETTINGS, PRELUDE, named, return_query
 
 NAME = "agent_sessions_append"
 
@@ -73,18 +74,7 @@ def _insert(parent: str | None, *, auto: bool, dynamic: bool, partitioned: bool 
     each call with the values, as a statement sent by a client is) with ``$n`` placeholders and
     a ``USING`` list; ``partitioned``: with the children probe that prunes partitions."""
     names = appends.params(_ROW, "p_session_id", parent, auto=auto, partitioned=partitioned)
-    sql = appends.statement(parent, auto=auto, partitioned=partitioned)
-    if not dynamic:
-        return "RETURN QUERY " + _named(sql, names)
-    numbered = _named(sql, [f"${n}" for n in range(1, len(names) + 1)])
-    return f"RETURN QUERY EXECUTE $sql${numbered}$sql$ USING {', '.join(names)}"
-
-
-def _named(sql: str, names: list[str]) -> str:
-    """``sql`` with its ``%s`` placeholders replaced, in order, by ``names`` (argument names or ``$n``)."""
-    pieces = sql.split("%s")
-    assert len(pieces) == len(names) + 1, "a statement and its parameters disagree"
-    return "".join(p + n for p, n in zip(pieces, names, strict=False)) + pieces[-1]
+    return return_query(appends.statement(parent, auto=auto, partitioned=partitioned), names, dynamic=dynamic)
 
 
 def _branches(*, dynamic: bool, partitioned: bool = False) -> str:
@@ -102,61 +92,9 @@ def _branches(*, dynamic: bool, partitioned: bool = False) -> str:
     )
 
 
-# A kept plan is built once per connection from what the planner knows then, and kept until
-# ANALYZE or DDL invalidates it.  Built while the table is tiny, every index looks alike (each
-# estimate is one row) and the children probes took the primary key, reading the whole
-# session: an append went from 0.8 ms at the start of 2,000 to 2.7 ms at the end.  So plans
-# are kept only once the planner can tell the indexes apart: ANALYZE counted at least
-# ``KEEP_PLANS_FROM_ROWS`` rows, or, never analysed, the table holds ``KEEP_PLANS_FROM_BYTES``
-# (the planner then estimates from its size); a hash-partitioned table (manage.py
-# partition_tables) counts its partitions together.  Until then each call plans its statement
-# with the values.  On a partitioned table the statement names the session and the id in the
-# children probe (``partitioned``), which lets even a kept plan skip all partitions but the
-# session's when it starts (15 of 16 pruned per call); planned per call, the 16 partitions
-# cost 6 ms of planning an append, three times the append itself.
-KEEP_PLANS_FROM_ROWS = 1000
-KEEP_PLANS_FROM_BYTES = 1024 * 1024
-
-
-def _known(table: str) -> str:
-    """How much of the thresholds the pg_class row ``table`` holds (1 or more keeps plans)."""
-    return (
-        f"CASE WHEN {table}.reltuples >= 0 THEN {table}.reltuples::float8 / {KEEP_PLANS_FROM_ROWS} "
-        f"ELSE pg_catalog.pg_relation_size({table}.oid)::float8 / {KEEP_PLANS_FROM_BYTES} END"
-    )
-
-
-MODE = (
-    "(SELECT CASE WHEN c.relkind = 'p' THEN CASE WHEN ("
-    f"SELECT sum({_known('k')}) FROM pg_catalog.pg_inherits i "
-    "JOIN pg_catalog.pg_class k ON k.oid = i.inhrelid WHERE i.inhparent = c.oid"
-    ") >= 1 THEN 'partitioned kept' ELSE 'partitioned' END "
-    f"WHEN {_known('c')} >= 1 THEN 'kept' "
-    "ELSE 'planned' END FROM pg_catalog.pg_class c WHERE c.oid = 'assistant_messages'::regclass)"
-)
-
-
-# Deciding the mode is a catalog query (and, on a table never analysed, a look at its file's
-# size): 27-45 us of a 0.5 ms call, 5-9 % of the server's time in an append, spent to find out
-# what seldom changes.  A connection that found plans kept remembers it in the setting
-# ``MODE_SETTING``, stamped with the table it was found for (its oid and file number), and asks
-# again only when the stamp no longer matches: a table partitioned or rebuilt (new oid) or
-# truncated (new file).  "Planned" is never remembered, so a growing table reaches "kept" at
-# once.  The setting belongs to the connection (a rolled-back transaction takes it back; a
-# pooler's DISCARD ALL clears it).  Left unseen: a table emptied by DELETE, or the partitions of
-# a partitioned one truncated, keeps "kept" on that connection; its plans are rebuilt at each
-# ANALYZE all the same, and with few rows every plan is cheap.
-MODE_SETTING = "agent_sessions.append_mode"
-STAMP = (
-    "(('assistant_messages'::regclass)::oid::text || '/' || "
-    "coalesce(pg_catalog.pg_relation_filenode('assistant_messages'::regclass), 0)::text)"
-)
-"""Which table the mode was found for (an SQL expression): its oid and the number of its file."""
-
-
 def _stamp() -> str:
     """:data:`appends.STAMP` as the function runs it, for an id that was already stored (see :func:`body`)."""
-    return _named(appends.STAMP, appends.stamp_params("p_stamp", "p_session_id", "p_id"))
+    return named(appends.STAMP, appends.stamp_params("p_stamp", "p_session_id", "p_id"))
 
 
 def body(*, counts: bool = True, stamps: bool = True) -> str:
@@ -179,18 +117,7 @@ def body(*, counts: bool = True, stamps: bool = True) -> str:
             f"  ELSIF p_stamp IS NOT NULL THEN\n    {_stamp()};\n  END IF;\n"
         )
     return (
-        "\n#variable_conflict use_column\n"
-        f"DECLARE\n  stamp text := {STAMP};\n  mode text := current_setting('{MODE_SETTING}', true);\n"
-        "BEGIN\n"
-        "  IF mode LIKE stamp || ' %' THEN\n"
-        "    mode := substr(mode, length(stamp) + 2);\n"
-        "  ELSE\n"
-        f"    mode := {MODE};\n"
-        "    IF mode LIKE '%kept' THEN\n"
-        f"      PERFORM set_config('{MODE_SETTING}', stamp || ' ' || mode, false);\n"
-        "    END IF;\n"
-        "  END IF;\n"
-        f"  PERFORM {LOCK.format(key='p_lock_key')};\n"
+        PRELUDE + f"  PERFORM {LOCK.format(key='p_lock_key')};\n"
         "  IF mode = 'kept' THEN\n"
         + _branches(dynamic=False)
         + "  ELSIF mode = 'partitioned kept' THEN\n"
@@ -203,24 +130,6 @@ def body(*, counts: bool = True, stamps: bool = True) -> str:
         + count
         + "END\n"
     )
-
-
-# How the function plans.  Its kept plans are generic (the same for every session): left to
-# choose, Postgres went on planning each call whenever a generic estimate looked dearer than
-# the value-specific ones, as after ANALYZE in a table one session fills (1.14 ms an append
-# against 0.80 ms with the generic plan).  A generic plan cannot know how large the session
-# is, and estimated it at eight rows in a table of 1,500 live rows and 40-75 MB of dead ones:
-# it found the newest rows by a bitmap scan of the whole session and a sort, and then, with
-# sorts priced out, through the children index and an incremental sort (2,028 rows read for
-# 8, buffers 71 -> 537).  Every statement here has index paths that stay O(1) per append at
-# any size (the primary key in order, the children index, the unique key), so sequential and
-# bitmap scans and both kinds of sort are priced out (not forbidden: the sort of the newest
-# eight rows still runs).  Pricing out adds a huge constant to a plan's cost, which had
-# Postgres compile every append with JIT (170 ms each): JIT is off here.
-PLANNER_SETTINGS = (
-    "SET plan_cache_mode = force_generic_plan SET jit = off SET enable_seqscan = off "
-    "SET enable_bitmapscan = off SET enable_sort = off SET enable_incremental_sort = off"
-)
 
 
 # The function counts the row it inserted (``IF FOUND``: a duplicate or a refused id inserts
