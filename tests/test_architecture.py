@@ -35,6 +35,8 @@ LAYERS: list[tuple[str, list[str]]] = [
             "storage.bare_reads",
             "storage.appends",
             "storage.postgres_append",
+            "storage.postgres_plans",
+            "storage.postgres_reads",
         ],
     ),
     ("orm", ["models", "querysets", "migrations"]),

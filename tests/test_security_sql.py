@@ -170,7 +170,7 @@ ALLOWED: dict[str, dict[str, str]] = {
         "copy_cte(self.connection.vendor, backend.RANDOM_HEX_EXPR)": "module-constant walk + backend constant",
         "_COPY_COLUMNS": "module constant: the column list of copy_path_to",
         "quote": "backend JSON_QUOTE_EXPR (a constant) formatted with a code-literal column",
-        "_HAS_OVERLAYS": "module constant: the overlay-existence subquery (%s placeholder)",
+        "HAS_OVERLAYS": "module constant: the overlay-existence subquery (%s placeholder)",
     },
     "storage/postgres.py": {
         "table": "code-literal table names (upgrade_keys)",
@@ -197,6 +197,14 @@ ALLOWED: dict[str, dict[str, str]] = {
         "settings": "install_sql(): PLANNER_SETTINGS, with COUNTING or not (module constants)",
         "PLANNER_SETTINGS": "module constant: SET clauses",
         "COUNTING": "module constant: the SET clause of triggers.COUNTED_BY_APPEND",
+    },
+    "storage/postgres_reads.py": {
+        "NAME": "module constant: the function's name",
+        "SIGNATURE": "module constant: the name and the argument types",
+        "_ARGS": "module constant: argument names and types",
+        "_RETURNS": "module constant: the returned table's columns",
+        "PLANNER_SETTINGS": "module constant: SET clauses",
+        "body()": "PL/pgSQL generated from range_reads and walks (module constants) and code literals",
     },
     "storage/postgres_plans.py": {
         "KEEP_PLANS_FROM_ROWS": "module constant: an int",

@@ -37,6 +37,7 @@ from ..types import (
 )
 from . import appends, backends, decode, range_reads, visible_tokens, walks
 from .walks import (
+    HAS_OVERLAYS,
     LATEST_LEAF,
     LATEST_LEAF_CONTENT,
     NEWEST_LEAF,
@@ -71,9 +72,6 @@ def _orphaned_id(message_id: str) -> InvalidMessage:
 
 _BULK_DEFAULTS = {"tool_text": ""}
 """Values :meth:`DjangoSessionProvider.insert_rows` uses for keys a row leaves out (NOT NULL columns)."""
-
-# 1 when the session has any overlay, else NULL (parameter: the session id); read once per walk.
-_HAS_OVERLAYS = "(SELECT 1 FROM assistant_compactions o WHERE o.session_id = %s LIMIT 1)"
 
 # Re-derive depth and running tokens below the given roots (after an update
 # or a delete changed what lies above them).
@@ -260,13 +258,13 @@ class DjangoSessionProvider:
         the walk; either query also tells whether the session has any overlay, so a
         session without one is read in a single query (two when it branches).
         """
-        ranged = self._range_path(leaf_id, once=(_HAS_OVERLAYS, [self.session_id]))
+        ranged = self._range_path(leaf_id, once=(HAS_OVERLAYS, [self.session_id]))
         if ranged is not None:
             rows, has_overlays = ranged
         else:
             cte, params = self._walk(leaf_id)
             rows = self._fetchall(
-                cte + f"SELECT NULL, NULL, m.content, CASE WHEN path.n = 0 THEN {_HAS_OVERLAYS} END FROM path "
+                cte + f"SELECT NULL, NULL, m.content, CASE WHEN path.n = 0 THEN {HAS_OVERLAYS} END FROM path "
                 "JOIN assistant_messages m ON " + PATH_ROW + " ORDER BY path.n DESC",
                 [*params, self.session_id],
             )
@@ -328,11 +326,12 @@ class DjangoSessionProvider:
             self.connection.vendor,
             self.session_id,
             leaf_id,
-            f"{self.backend.BYTES_EXPR.format(col='m.content')}, m.content, {_HAS_OVERLAYS}",
+            f"{self.backend.BYTES_EXPR.format(col='m.content')}, m.content, {HAS_OVERLAYS}",
             [self.session_id],
             min_recent=min_recent,
             budget=budget,
             max_depth=conf.max_path_depth(),
+            call=read_with_retry(self.using, lambda: self.backend.recent_call(self.connection)),
         )
         if rows is None:  # the newest rows up to the leaf are not its chain: walk
             rows = self._walk_recent(leaf_id, min_recent, budget)
@@ -354,7 +353,7 @@ class DjangoSessionProvider:
             mbytes=self.backend.BYTES_EXPR.format(col="m.content"),
         )
         return self._fetchall(
-            sql + f"SELECT path.n, path.total, m.content, CASE WHEN path.n = 0 THEN {_HAS_OVERLAYS} END "
+            sql + f"SELECT path.n, path.total, m.content, CASE WHEN path.n = 0 THEN {HAS_OVERLAYS} END "
             "FROM path JOIN assistant_messages m ON " + PATH_ROW + " ORDER BY path.n",
             [
                 self.session_id,

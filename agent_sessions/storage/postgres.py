@@ -18,7 +18,7 @@ from django.db import transaction
 from .. import conf
 from ..search import tsquery
 from ..search.run import Searcher
-from . import appends, bare_reads, postgres_append
+from . import appends, bare_reads, postgres_append, postgres_reads
 
 vendor = "postgresql"
 
@@ -199,6 +199,23 @@ def _append_mode(cursor) -> _AppendMode:
             mode = _AppendMode.PARTITIONED if partitioned else _AppendMode.STATEMENT
         _APPEND_MODE[raw] = mode
     return mode
+
+
+# The recent-window function's call when a driver connection's database has it (migration
+# 0025), else None; asked once per connection, as the append's mode is.
+_RECENT_CALL: weakref.WeakKeyDictionary[Any, str | None] = weakref.WeakKeyDictionary()
+
+
+def recent_call(connection) -> str | None:
+    """What ``get_recent_history`` sends for its range read: the function's call
+    (storage/postgres_reads.py), or None for the statement (a database before migration 0025)."""
+    with connection.wrap_database_errors:
+        connection.ensure_connection()
+        raw = connection.connection
+        if raw not in _RECENT_CALL:
+            found = raw.execute("SELECT to_regprocedure(%s) IS NOT NULL", [postgres_reads.SIGNATURE]).fetchone()
+            _RECENT_CALL[raw] = postgres_reads.CALL if found[0] else None
+        return _RECENT_CALL[raw]
 
 
 def _compile(cursor, query, target, filters):

@@ -134,6 +134,22 @@ def follow(rows: Rows, leaf_id: str | None, max_depth: int) -> Rows | None:
 _NEWEST_LEAF = {True: "(SELECT leaf.seq FROM (" + NEWEST_LEAF_SEQ + ") leaf)", False: "(" + _SEQ_BY_ID + ")"}
 
 
+def recent_statement(vendor: str, columns: str, *, latest: bool) -> str:
+    """The recent window's range read: ``(id, parent_id, *columns)`` of the newest rows up to the
+    leaf (``latest``: the latest leaf), newest first; parameters: :func:`recent_params`."""
+    template = _RANGE if vendor == "postgresql" else _SQLITE_RANGE
+    return template.format(columns=columns, seq=_NEWEST_LEAF[latest], limit="%s")
+
+
+def recent_params(vendor: str, session_id: str, leaf_id: str | None, params: list, limit: object) -> list:
+    """The parameters of :func:`recent_statement`: those of its ``columns``, the session (Postgres
+    names it as a one-value range, twice; SQLite by equality, once), the leaf's lookup, the limit.
+    ``leaf_id`` None: the latest leaf (the values may also be placeholders' names)."""
+    named = [session_id] * (2 if vendor == "postgresql" else 1)
+    leaf_params = newest_leaf_params(session_id) if leaf_id is None else [session_id, leaf_id]
+    return [*params, *named, *leaf_params, limit]
+
+
 def read_recent(
     fetch: Fetch,
     vendor: str,
@@ -145,15 +161,19 @@ def read_recent(
     min_recent: int,
     budget: int,
     max_depth: int,
+    call: str | None = None,
 ) -> list[tuple] | None:
     """The rows the recent-suffix walk (``walks.recent_cte``) would return, as ``(n, total, *rest)``
     with ``columns`` = ``bytes, *rest``, read as the newest rows up to the leaf (one range scan,
-    ``min_recent`` + ``SLACK`` rows); None when they do not form the leaf's chain far enough."""
-    leaf_params = newest_leaf_params(session_id) if leaf_id is None else [session_id, leaf_id]
-    # Postgres names the session as a one-value range (twice), SQLite by equality (once).
-    template, named = (_RANGE, [session_id] * 2) if vendor == "postgresql" else (_SQLITE_RANGE, [session_id])
-    sql = template.format(columns=columns, seq=_NEWEST_LEAF[leaf_id is None], limit="%s")
-    rows = fetch(sql, [*params, *named, *leaf_params, min_recent + SLACK])
+    ``min_recent`` + ``SLACK`` rows); None when they do not form the leaf's chain far enough.
+    ``call``: a function that runs :func:`recent_statement` with these columns (its arguments the
+    session, the leaf or None, and the limit; ``storage.postgres_reads``), sent instead of it."""
+    limit = min_recent + SLACK
+    if call is not None:
+        rows = fetch(call, [session_id, leaf_id, limit])
+    else:
+        sql = recent_statement(vendor, columns, latest=leaf_id is None)
+        rows = fetch(sql, recent_params(vendor, session_id, leaf_id, params, limit))
     if not rows or (leaf_id is not None and rows[0][0] != leaf_id):
         return None
     walked: list[tuple] = []

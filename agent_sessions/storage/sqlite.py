@@ -97,6 +97,10 @@ def fetch(connection, sql: str, params: list, *, one: bool = False) -> list[tupl
     )
 
 
+def recent_call(connection) -> None:
+    """SQLite has no stored functions: ``get_recent_history`` sends its statement (see postgres.py)."""
+
+
 def lock_session(cursor, session_id: str) -> None:
     """Nothing to do: SQLite serialises writers (see the module docstring)."""
 

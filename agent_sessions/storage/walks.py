@@ -188,6 +188,9 @@ def recent_cte(vendor: str, *, latest: bool = False) -> str:
     return _RECENT_CTES[vendor, latest]
 
 
+HAS_OVERLAYS = "(SELECT 1 FROM assistant_compactions o WHERE o.session_id = %s LIMIT 1)"
+"""1 when the session has any compaction overlay, else NULL (parameter: the session id)."""
+
 # Joins a walk's rows back to their content, by the primary key (session_id, seq).
 PATH_ROW = "m.session_id = path.sid AND m.seq = path.seq"
 
