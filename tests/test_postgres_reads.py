@@ -1,8 +1,9 @@
-"""Postgres: the recent window is read by one call of ``agent_sessions_recent`` (storage/postgres_reads.py).
+"""Postgres: the range reads are one call each of ``agent_sessions_recent`` (the recent window) and
+``agent_sessions_path`` (the path), storage/postgres_reads.py.
 
-The function runs the statement a client would send, its plan kept once the table is large
-enough for the planner; both ways must return the same window, and a database without the
-function (before ``migrate``) must still be read by the statement.
+Each function runs the statement a client would send, its plan kept once the table is large
+enough for the planner; both ways must return the same rows, and a database without the
+functions (before ``migrate``) must still be read by the statements.
 """
 
 from __future__ import annotations
@@ -42,11 +43,11 @@ def _sent(fn) -> list[str]:
 def _by_statement(fn):
     """What ``fn`` returns when this connection's database is taken to have no function."""
     raw = connection.connection
-    postgres._RECENT_CALL[raw] = None
+    postgres._READ_CALLS[raw] = (None, None)
     try:
         return fn()
     finally:
-        postgres._RECENT_CALL.pop(raw, None)
+        postgres._READ_CALLS.pop(raw, None)
 
 
 def _mode() -> str:
@@ -55,12 +56,13 @@ def _mode() -> str:
         return cursor.fetchone()[0]
 
 
-def test_the_installed_function_is_the_one_the_code_generates():
-    # A change to the recent window's statement (range_reads, walks) needs a migration that
-    # installs the function again.
+@pytest.mark.parametrize("read", [postgres_reads.RECENT, postgres_reads.PATH], ids=lambda read: read.name)
+def test_the_installed_function_is_the_one_the_code_generates(read):
+    # A change to a range read's statement (range_reads, walks) needs a migration that installs
+    # its function again.
     with connection.cursor() as cursor:
-        cursor.execute("SELECT prosrc FROM pg_proc WHERE proname = %s", [postgres_reads.NAME])
-        assert [r[0] for r in cursor.fetchall()] == [postgres_reads.body()]
+        cursor.execute("SELECT prosrc FROM pg_proc WHERE proname = %s", [read.name])
+        assert [r[0] for r in cursor.fetchall()] == [read.body()]
 
 
 @pytest.mark.parametrize("rows_elsewhere", [0, 1_500], ids=["planned per call", "kept plans"])
@@ -74,12 +76,14 @@ def test_the_function_reads_the_window_the_statement_reads(session_id, rows_else
         "partitioned planned", "partitioned"
     )
     session = Session.create().for_session(session_id)
-    assert _sent(lambda: session.get_recent_history(max_content_bytes=0))[0] == postgres_reads.CALL  # then the walk
+    assert (
+        _sent(lambda: session.get_recent_history(max_content_bytes=0))[0] == postgres_reads.RECENT.call
+    )  # then the walk
     assert session.get_recent_history(max_content_bytes=0).messages == []
     for i in range(80):
         session.append_message(msg(f"m{i}"))
     for leaf in ("m40", "m79", None):  # one query: the function's rows settle it, no walk follows
-        assert _sent(lambda leaf=leaf: session.get_recent_history(leaf, **_WINDOWS[1])) == [postgres_reads.CALL]
+        assert _sent(lambda leaf=leaf: session.get_recent_history(leaf, **_WINDOWS[1])) == [postgres_reads.RECENT.call]
     session.append_message(msg("retry"), "m77")  # the newest rows are no longer one chain: walked
     leaves = [None, "m79", "m40", "m0", "retry", "unknown"]
 
@@ -103,13 +107,49 @@ def test_the_function_reads_the_window_the_statement_reads(session_id, rows_else
     assert len(window.messages) == 3
     assert window.messages[-1]["id"] == "m79"
     sent = _sent(lambda: session.get_recent_history("m79", **_WINDOWS[1]))
-    assert sent[0] == postgres_reads.CALL, sent
+    assert sent[0] == postgres_reads.RECENT.call, sent
+
+
+@pytest.mark.parametrize("rows_elsewhere", [0, 1_500], ids=["planned per call", "kept plans"])
+def test_the_function_reads_the_path_the_statement_reads(session_id, rows_elsewhere):
+    if rows_elsewhere:
+        bulk_chain(f"{session_id}-elsewhere", rows_elsewhere)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE assistant_messages")
+    session = Session.create().for_session(session_id)
+    assert session.get_history() == []
+    for i in range(30):
+        session.append_message(msg(f"m{i}"))
+    for leaf in ("m10", "m29", None):  # one query: the function's rows settle it, no walk follows
+        assert _sent(lambda leaf=leaf: session.get_history(leaf)) == [postgres_reads.PATH.call]
+        assert _sent(lambda leaf=leaf: session.storage.get_raw_path(leaf)) == [postgres_reads.PATH.call]
+    assert [m["id"] for m in session.get_history("m10")] == [f"m{i}" for i in range(11)]
+    session.append_message(msg("retry"), "m27")  # a branch near the end: still read as a range
+    for i in range(6):
+        session.append_message(msg(f"b{i}"), "m3" if i == 0 else f"b{i - 1}")  # one far back: walked
+    leaves = [None, "m29", "m10", "m0", "retry", "b5", "unknown"]
+
+    def reads():
+        return [(session.get_history(leaf), session.storage.get_raw_path(leaf)) for leaf in leaves]
+
+    for _ in range(2):  # the second time through, any kept plan is reused
+        assert reads() == _by_statement(reads)
+    assert [m["id"] for m in session.get_history("retry")] == [*(f"m{i}" for i in range(28)), "retry"]
+    assert [m["id"] for m in session.get_history()] == ["m0", "m1", "m2", "m3", *(f"b{i}" for i in range(6))]
+    assert session.get_history("unknown") == []
+    # The overlay flag rides on the function's rows: a summary replaces what it covers.
+    session.add_compaction("summary of m1-m8", "m1", "m8")
+    history = session.get_history("m29")
+    assert history == _by_statement(lambda: session.get_history("m29"))
+    assert [m["id"] for m in history][:1] + [m["id"] for m in history][2:] == ["m0", *(f"m{i}" for i in range(9, 30))]
+    assert history[1]["id"].startswith("compaction_")
+    assert _sent(lambda: session.get_history("m29"))[0] == postgres_reads.PATH.call
 
 
 def _buffers_of_a_read(session_id: str) -> int:
     """Buffers the function's call reads (its statement's included) for the 50 newest messages."""
     with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + postgres_reads.CALL, [session_id, None, 58])
+        cursor.execute("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + postgres_reads.RECENT.call, [session_id, None, 58])
         plan = "\n".join(r[0] for r in cursor.fetchall())
     return int(plan.split("shared hit=")[1].split()[0].rstrip(","))
 
@@ -133,27 +173,32 @@ def test_kept_plans_read_the_window_by_index_at_any_length(session_id):
     assert [m["id"] for m in recent.messages] == [f"later{i}" for i in range(4_950, 5_000)]
 
 
-def test_a_database_without_the_function_reads_by_the_statement(session_id):
-    """New code may run before ``migrate`` has installed the function (a deploy)."""
+def test_a_database_without_the_functions_reads_by_the_statements(session_id):
+    """New code may run before ``migrate`` has installed the functions (a deploy)."""
     raw = connection.connection
     try:
-        with connection.cursor() as cursor:
-            cursor.execute(postgres_reads.UNINSTALL[0])  # rolled back with the test
-        postgres._RECENT_CALL.pop(raw, None)
+        with connection.cursor() as cursor:  # rolled back with the test
+            for read in (postgres_reads.RECENT, postgres_reads.PATH):
+                cursor.execute(read.uninstall_sql()[0])
+        postgres._READ_CALLS.pop(raw, None)
         session = Session.create().for_session(session_id)
         for i in range(10):
             session.append_message(msg(f"m{i}"))
         window = {"max_content_bytes": 0, "min_recent_messages": 3}
         sent = _sent(lambda: session.get_recent_history(**window))
-        assert sent == [range_reads.recent_statement("postgresql", postgres_reads.COLUMNS, latest=True)]
-        assert postgres._RECENT_CALL[raw] is None
+        assert sent == [range_reads.recent_statement("postgresql", postgres_reads.RECENT_COLUMNS, latest=True)]
+        assert postgres._READ_CALLS[raw] == (None, None)
         assert [m["id"] for m in session.get_recent_history(**window).messages] == ["m7", "m8", "m9"]
         assert [m["id"] for m in session.get_recent_history("m5", **window).messages] == ["m3", "m4", "m5"]
+        sent = _sent(lambda: session.get_history("m5"))
+        assert sent == [range_reads.path_statement(postgres_reads.PATH_COLUMNS, latest=False)]
+        assert [m["id"] for m in session.get_history("m5")] == [f"m{i}" for i in range(6)]
+        assert [m["id"] for m in session.get_history()] == [f"m{i}" for i in range(10)]
     finally:
-        postgres._RECENT_CALL.pop(raw, None)  # asked again on the next read
+        postgres._READ_CALLS.pop(raw, None)  # asked again on the next read
 
 
-_RECENT_READ = (
+_READS = (
     "import django, os, sys\n"
     "os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'project.settings'); django.setup()\n"
     "from django.db import connection\n"
@@ -162,20 +207,27 @@ _RECENT_READ = (
     "session.append_message({'id': sys.argv[1], 'role': 'user', 'parts': []})\n"
     "sent = []\n"
     "def wrapper(execute, sql, params, many, context):\n"
-    "    sent.append('call' if sql == postgres_reads.CALL else 'statement')\n"
+    "    calls = (postgres_reads.RECENT.call, postgres_reads.PATH.call)\n"
+    "    sent.append('call' if sql in calls else 'statement')\n"
     "    return execute(sql, params, many, context)\n"
     "with connection.execute_wrapper(wrapper):\n"
     "    window = session.get_recent_history(max_content_bytes=0, min_recent_messages=2)\n"
-    "print(sent[0], ','.join(m['id'] for m in window.messages))\n"
+    "    history = session.get_history()\n"
+    "print(sent[0], sent[1], ','.join(m['id'] for m in window.messages), ','.join(m['id'] for m in history))\n"
 )
 
 
-def test_migration_0025_installs_the_function_and_takes_it_back():
+def test_migrations_0025_and_0026_install_the_functions_and_take_them_back():
     from tests.test_keys import _run, _scratch_database
 
     with _scratch_database() as url:
         steps = []
-        for i, target in enumerate(("0024", "0025", "0024")):
+        for i, target in enumerate(("0024", "0026", "0025", "0024")):
             _run(url, "manage.py", "migrate", "agent_sessions", target, "--noinput", "-v0")
-            steps.append(_run(url, "-c", _RECENT_READ, f"m{i}").strip())
-        assert steps == ["statement m0", "call m0,m1", "statement m1,m2"]
+            steps.append(_run(url, "-c", _READS, f"m{i}").strip())
+        assert steps == [
+            "statement statement m0 m0",
+            "call call m0,m1 m0,m1",
+            "call statement m1,m2 m0,m1,m2",
+            "statement statement m2,m3 m0,m1,m2,m3",
+        ]

@@ -173,6 +173,7 @@ ALLOWED: dict[str, dict[str, str]] = {
         "HAS_OVERLAYS": "module constant: the overlay-existence subquery (%s placeholder)",
     },
     "storage/postgres.py": {
+        "', '.join(['to_regprocedure(%s) IS NOT NULL'] * len(_READS))": "one placeholder per read function",
         "table": "code-literal table names (upgrade_keys)",
         "new": "code-literal column lists (upgrade_keys)",
         "name": "a constraint or index name read from the catalog (or Django's index name), double-quoted",
@@ -199,12 +200,13 @@ ALLOWED: dict[str, dict[str, str]] = {
         "COUNTING": "module constant: the SET clause of triggers.COUNTED_BY_APPEND",
     },
     "storage/postgres_reads.py": {
-        "NAME": "module constant: the function's name",
-        "SIGNATURE": "module constant: the name and the argument types",
-        "_ARGS": "module constant: argument names and types",
-        "_RETURNS": "module constant: the returned table's columns",
+        "self.name": "ReadFunction.name: the module constants RECENT and PATH",
+        "', '.join(['%s'] * len(self.args))": "'%s, %s, …' only",
+        "args": "install_sql(): the module constants' argument names and types",
+        "self.returns": "ReadFunction.returns: the module constants' column lists",
+        "self.body()": "PL/pgSQL generated from range_reads and walks (module constants) and code literals",
+        "self.signature": "ReadFunction.signature: the name and the argument types (module constants)",
         "PLANNER_SETTINGS": "module constant: SET clauses",
-        "body()": "PL/pgSQL generated from range_reads and walks (module constants) and code literals",
     },
     "storage/postgres_plans.py": {
         "KEEP_PLANS_FROM_ROWS": "module constant: an int",

@@ -13,4 +13,4 @@ from agent_sessions.storage import postgres_reads
 class Migration(migrations.Migration):
     dependencies = [("agent_sessions", "0024_postgres_append_takes_the_stamp")]
 
-    operations = [migrations.RunPython(postgres_reads.install, postgres_reads.uninstall, elidable=False)]
+    operations = [migrations.RunPython(postgres_reads.install_recent, postgres_reads.uninstall_recent, elidable=False)]

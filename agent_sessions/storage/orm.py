@@ -224,10 +224,10 @@ class DjangoSessionProvider:
         """The root-ward walk CTE from ``leaf_id`` (None: the latest leaf) and its parameters."""
         return walks.walk(self.connection.vendor, self.session_id, leaf_id)
 
-    def _range_path(self, leaf_id: str | None, *, once: tuple[str, list] = ("NULL", [])) -> tuple[list, Any] | None:
+    def _range_path(self, leaf_id: str | None) -> tuple[list, Any] | None:
         """``(id, parent_id, content)`` of the path, root first, from one range scan of the session
-        (:mod:`~agent_sessions.storage.range_reads`), and the value of ``once``; None: the session
-        branches, so walk instead."""
+        (:mod:`~agent_sessions.storage.range_reads`; on Postgres one call of its function), and
+        whether the session has overlays; None: the session branches, so walk instead."""
         return range_reads.read_path(
             self._fetchall,
             self.connection.vendor,
@@ -236,7 +236,8 @@ class DjangoSessionProvider:
             "m.content",
             [],
             conf.max_path_depth(),
-            once=once,
+            once=(HAS_OVERLAYS, [self.session_id]),
+            call=read_with_retry(self.using, lambda: self.backend.path_call(self.connection)),
         )
 
     def get_raw_path(self, leaf_id: str | None = None) -> list[dict]:
@@ -258,7 +259,7 @@ class DjangoSessionProvider:
         the walk; either query also tells whether the session has any overlay, so a
         session without one is read in a single query (two when it branches).
         """
-        ranged = self._range_path(leaf_id, once=(HAS_OVERLAYS, [self.session_id]))
+        ranged = self._range_path(leaf_id)
         if ranged is not None:
             rows, has_overlays = ranged
         else:

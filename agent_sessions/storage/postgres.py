@@ -201,21 +201,36 @@ def _append_mode(cursor) -> _AppendMode:
     return mode
 
 
-# The recent-window function's call when a driver connection's database has it (migration
-# 0025), else None; asked once per connection, as the append's mode is.
-_RECENT_CALL: weakref.WeakKeyDictionary[Any, str | None] = weakref.WeakKeyDictionary()
+# The calls of the read functions a driver connection's database has (migrations 0025, 0026),
+# None for each it lacks; asked once per connection, as the append's mode is.
+_READ_CALLS: weakref.WeakKeyDictionary[Any, tuple[str | None, ...]] = weakref.WeakKeyDictionary()
+_READS = (postgres_reads.RECENT, postgres_reads.PATH)
+_READS_SQL = "SELECT " + ", ".join(["to_regprocedure(%s) IS NOT NULL"] * len(_READS))
+
+
+def _read_calls(connection) -> tuple[str | None, ...]:
+    with connection.wrap_database_errors:
+        connection.ensure_connection()
+        raw = connection.connection
+        calls = _READ_CALLS.get(raw)
+        if calls is None:
+            found = raw.execute(_READS_SQL, [read.signature for read in _READS]).fetchone()
+            calls = _READ_CALLS[raw] = tuple(
+                read.call if has else None for read, has in zip(_READS, found, strict=True)
+            )
+        return calls
 
 
 def recent_call(connection) -> str | None:
     """What ``get_recent_history`` sends for its range read: the function's call
     (storage/postgres_reads.py), or None for the statement (a database before migration 0025)."""
-    with connection.wrap_database_errors:
-        connection.ensure_connection()
-        raw = connection.connection
-        if raw not in _RECENT_CALL:
-            found = raw.execute("SELECT to_regprocedure(%s) IS NOT NULL", [postgres_reads.SIGNATURE]).fetchone()
-            _RECENT_CALL[raw] = postgres_reads.CALL if found[0] else None
-        return _RECENT_CALL[raw]
+    return _read_calls(connection)[0]
+
+
+def path_call(connection) -> str | None:
+    """What ``get_history`` sends for its range read: the function's call, or None for the
+    statement (a database before migration 0026)."""
+    return _read_calls(connection)[1]
 
 
 def _compile(cursor, query, target, filters):

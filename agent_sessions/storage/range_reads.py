@@ -64,6 +64,21 @@ _SQLITE = _SQLITE_RANGE.format(columns="{columns}", seq="%s", limit="%s")
 Fetch = Callable[[str, list], list[tuple]]
 
 
+def path_statement(columns: str, *, latest: bool) -> str:
+    """Postgres: the path's range read, ``(id, parent_id, *columns)`` of the rows up to the leaf
+    (``latest``: the latest leaf), newest first, as many as the leaf's depth allows and none when
+    the registry's count rules the session out; parameters: :func:`path_params`."""
+    return _POSTGRES.format(columns=columns, leaf=_LEAF[latest])
+
+
+def path_params(session_id: str, leaf_id: str | None, params: list) -> list:
+    """The parameters of :func:`path_statement`: the leaf's lookup, those of its ``columns``, then
+    the session thrice (the registry's count, the range).  ``leaf_id`` None: the latest leaf (the
+    values may also be placeholders' names)."""
+    leaf_params = newest_leaf_params(session_id) if leaf_id is None else [session_id, leaf_id]
+    return [*leaf_params, *params, session_id, session_id, session_id]
+
+
 def read_path(
     fetch: Fetch,
     vendor: str,
@@ -74,17 +89,23 @@ def read_path(
     max_depth: int,
     *,
     once: tuple[str, list] = ("NULL", []),
+    call: str | None = None,
 ) -> tuple[list[Sequence[Any]], Any] | None:
     """``(rows, value)``: ``(id, parent_id, *columns)`` of the root→leaf path (``leaf_id`` None: the
     latest leaf), root first, and the value of ``once`` (an SQL expression and its parameters, read
     once per call rather than per row); None when the session branches too much before the leaf, or
-    only the walk can tell.  ``params`` are those of ``columns``."""
+    only the walk can tell.  ``params`` are those of ``columns``.  ``call`` (Postgres): a function
+    that runs :func:`path_statement` with these columns and ``once`` (its arguments the session and
+    the leaf or None; ``storage.postgres_reads``), sent instead of it."""
     leaf_params = newest_leaf_params(session_id) if leaf_id is None else [session_id, leaf_id]
     once_sql, once_params = once
     if vendor == "postgresql":
         # One round trip: the value rides on every row (an InitPlan, evaluated once).
-        sql = _POSTGRES.format(columns=f"{columns}, {once_sql}", leaf=_LEAF[leaf_id is None])
-        rows = fetch(sql, [*leaf_params, *params, *once_params, session_id, session_id, session_id])
+        if call is not None:
+            rows = fetch(call, [session_id, leaf_id])
+        else:
+            sql = path_statement(f"{columns}, {once_sql}", latest=leaf_id is None)
+            rows = fetch(sql, path_params(session_id, leaf_id, [*params, *once_params]))
         expected = leaf_id
         value = rows[0][-1] if rows else None
     else:

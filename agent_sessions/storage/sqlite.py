@@ -101,6 +101,10 @@ def recent_call(connection) -> None:
     """SQLite has no stored functions: ``get_recent_history`` sends its statement (see postgres.py)."""
 
 
+def path_call(connection) -> None:
+    """SQLite has no stored functions: ``get_history`` reads the leaf, then the range."""
+
+
 def lock_session(cursor, session_id: str) -> None:
     """Nothing to do: SQLite serialises writers (see the module docstring)."""
 
