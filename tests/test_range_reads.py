@@ -258,3 +258,37 @@ def test_a_deleted_id_whose_children_stayed_cannot_be_stored_again(session):
     assert [m["id"] for m in session.get_history("c")] == ["b", "c"]
     assert session.append_message(msg("c")) is False  # a duplicate is still just a duplicate
     assert session.append_message(msg("a2"), "c") is True
+
+
+def _suffix_row_by_row(rows, min_recent: int, budget: int, max_depth: int):
+    """The recent walk over ``rows`` one row at a time: what ``range_reads._recent_suffix`` computes."""
+    walked, total = [], 0
+    for n, row in enumerate(rows):
+        if n and rows[n - 1][1] != row[0]:
+            return None
+        total += row[2]
+        walked.append((n, total, *row[3:]))
+        if row[1] is None or not (n < max_depth and (n < min_recent or total <= budget)):
+            return walked
+    return None
+
+
+@given(
+    chain=st.lists(
+        st.tuples(st.integers(0, 6), st.sampled_from(["child"] * 8 + ["root", "broken"])), min_size=1, max_size=30
+    ),
+    min_recent=st.integers(1, 12),
+    budget=st.integers(0, 60),  # small sizes and budgets: totals often equal the budget
+    max_depth=st.integers(0, 40),
+)
+@settings(max_examples=400, deadline=None)
+def test_the_recent_suffix_stops_where_the_walk_stops(chain, min_recent, budget, max_depth):
+    """Column-wise, the suffix stops where the row-by-row walk stops (a root, the depth limit, one
+    row past the window) and gives up where it gives up (the rows end, or break the chain first)."""
+    rows = []
+    for n, (size, kind) in enumerate(chain):  # newest first: row n's parent is row n + 1
+        parent = {"child": f"r{n + 1}", "root": None, "broken": "elsewhere"}[kind]
+        rows.append((f"r{n}", parent, size, f"content {n}", None))
+    assert range_reads._recent_suffix(rows, min_recent, budget, max_depth) == _suffix_row_by_row(
+        rows, min_recent, budget, max_depth
+    )
