@@ -11,31 +11,39 @@ retried once on a fresh connection.  Your own ORM code in such a loop should cal
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections
 
 from .storage import backends
 
+if TYPE_CHECKING:
+    from django.db.backends.base.base import BaseDatabaseWrapper
+
 T = TypeVar("T")
+
+
+def ready(using: str | None = None) -> BaseDatabaseWrapper:
+    """The alias's connection, closed first if the server dropped it outside a transaction (the next
+    query reconnects).  One lookup of ``connections`` (1.3 µs each, a tenth of a short read's time)."""
+    connection = connections[using or DEFAULT_DB_ALIAS]
+    raw = connection.connection
+    if raw is not None and not connection.in_atomic_block and backends.for_vendor(connection.vendor).server_closed(raw):
+        connection.close()
+    return connection
 
 
 def ensure_connection(using: str | None = None) -> None:
     """Outside a transaction, close the alias's connection if the server dropped it (the next query reconnects)."""
-    connection = connections[using or DEFAULT_DB_ALIAS]
-    raw = connection.connection
-    if raw is None or connection.in_atomic_block:
-        return
-    if backends.for_vendor(connection.vendor).server_closed(raw):
-        connection.close()
+    ready(using)
 
 
 def read_with_retry(using: str, read: Callable[[], T]) -> T:
     """Run a read; on a connection error outside a transaction, reconnect and run it once more."""
-    connection = connections[using]
     try:
         return read()
     except (OperationalError, InterfaceError):
+        connection = connections[using]
         if connection.in_atomic_block:
             raise
         connection.close()

@@ -160,14 +160,11 @@ def test_terminated_backend_next_call_reconnects_nothing_acknowledged_lost(sessi
 
 @pytest.mark.postgres_only
 def test_a_read_that_fails_on_a_dead_connection_is_retried_once(session_id, monkeypatch):
-    from agent_sessions import reconnect
+    from agent_sessions.storage import postgres
 
     session = Session.create().for_session(session_id)
     assert session.append_message(msg("a0"))
-    monkeypatch.setattr(reconnect, "ensure_connection", lambda using=None: None)  # no pre-check: the read fails
-    from agent_sessions.storage import orm
-
-    monkeypatch.setattr(orm, "ensure_connection", lambda using=None: None)
+    monkeypatch.setattr(postgres, "server_closed", lambda raw: False)  # no pre-check: the read fails
     _terminate_backend(_backend_pid())
     assert [m["id"] for m in session.get_history()] == ["a0"]  # failed once, retried on a fresh connection
     _terminate_backend(_backend_pid())

@@ -23,7 +23,7 @@ from .. import conf
 from ..exceptions import InvalidMessage
 from ..models import Compaction, Message
 from ..overlays import apply_overlays
-from ..reconnect import ensure_connection, read_with_retry
+from ..reconnect import read_with_retry, ready
 from ..search.args import query_terms
 from ..tokens import estimate_one_message_tokens
 from ..types import (
@@ -172,25 +172,28 @@ class DjangoSessionProvider:
     @property
     def connection(self):
         """The alias's connection, replaced first if the server closed it (see :mod:`agent_sessions.reconnect`)."""
-        ensure_connection(self.using)
-        return connections[self.using]
+        return ready(self.using)
 
     @property
     def backend(self):
         return backends.for_alias(self.using)
 
-    def _fetchall(self, sql: str, params: list) -> list[tuple]:
-        def read() -> list[tuple]:
-            return self.backend.fetch(self.connection, sql, params)
+    def _fetch(self, sql: str, params: list, *, one: bool = False) -> list[tuple]:
+        """One read through the vendor's bare-connection fetch, retried once on a dropped connection."""
+        using = self.using
 
-        return read_with_retry(self.using, read)
+        def read() -> list[tuple]:
+            connection = ready(using)
+            return backends.for_vendor(connection.vendor).fetch(connection, sql, params, one=one)
+
+        return read_with_retry(using, read)
+
+    def _fetchall(self, sql: str, params: list) -> list[tuple]:
+        return self._fetch(sql, params)
 
     def _fetchone(self, sql: str, params: list) -> tuple | None:
-        def read() -> tuple | None:
-            rows = self.backend.fetch(self.connection, sql, params, one=True)
-            return rows[0] if rows else None
-
-        return read_with_retry(self.using, read)
+        rows = self._fetch(sql, params, one=True)
+        return rows[0] if rows else None
 
     # ── reads ───────────────────────────────────────────────────────
     def get_message(self, message_id: str) -> dict | None:
@@ -228,16 +231,18 @@ class DjangoSessionProvider:
         """``(id, parent_id, content)`` of the path, root first, from one range scan of the session
         (:mod:`~agent_sessions.storage.range_reads`; on Postgres one call of its function), and
         whether the session has overlays; None: the session branches, so walk instead."""
+        connection = self.connection
+        backend = backends.for_vendor(connection.vendor)
         return range_reads.read_path(
             self._fetchall,
-            self.connection.vendor,
+            connection.vendor,
             self.session_id,
             leaf_id,
             "m.content",
             [],
             conf.max_path_depth(),
             once=(HAS_OVERLAYS, [self.session_id]),
-            call=read_with_retry(self.using, lambda: self.backend.path_call(self.connection)),
+            call=read_with_retry(self.using, lambda: backend.path_call(connection)),
         )
 
     def get_raw_path(self, leaf_id: str | None = None) -> list[dict]:
@@ -322,17 +327,19 @@ class DjangoSessionProvider:
         """
         min_recent = max(1, int(min_recent_messages))
         budget = int(max_content_bytes)
+        connection = self.connection
+        backend = backends.for_vendor(connection.vendor)
         rows = range_reads.read_recent(
             self._fetchall,
-            self.connection.vendor,
+            connection.vendor,
             self.session_id,
             leaf_id,
-            f"{self.backend.BYTES_EXPR.format(col='m.content')}, m.content, {HAS_OVERLAYS}",
+            f"{backend.BYTES_EXPR.format(col='m.content')}, m.content, {HAS_OVERLAYS}",
             [self.session_id],
             min_recent=min_recent,
             budget=budget,
             max_depth=conf.max_path_depth(),
-            call=read_with_retry(self.using, lambda: self.backend.recent_call(self.connection)),
+            call=read_with_retry(self.using, lambda: backend.recent_call(connection)),
         )
         if rows is None:  # the newest rows up to the leaf are not its chain: walk
             rows = self._walk_recent(leaf_id, min_recent, budget)
