@@ -112,6 +112,17 @@ def _run(url: str, *args: str) -> str:
     return done.stdout
 
 
+def migration_steps(script: str, targets: tuple[str, ...]) -> list[str]:
+    """On a scratch database, migrate agent_sessions to each target in turn and run ``script``
+    (``python -c``, its argument ``m<step>``) after each; its outputs, stripped."""
+    outputs = []
+    with _scratch_database() as url:
+        for i, target in enumerate(targets):
+            _run(url, "manage.py", "migrate", "agent_sessions", target, "--noinput", "-v0")
+            outputs.append(_run(url, "-c", script, f"m{i}").strip())
+    return outputs
+
+
 def _state(url: str, mode: str) -> dict:
     return json.loads(_run(url, "-m", "tests.support.keys_fill", mode).strip().splitlines()[-1])
 

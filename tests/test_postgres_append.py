@@ -22,18 +22,14 @@ from agent_sessions.storage import postgres_append, postgres_plans
 from agent_sessions.storage.orm import DjangoSessionProvider
 from agent_sessions.storage.postgres import lock_key
 from tests.conftest import msg
-from tests.support.build import bulk_chain
-from tests.support.pg import messages_partitioned
+from tests.support.pg import analyze_with_rows_elsewhere, messages_partitioned
 
 pytestmark = [pytest.mark.postgres_only, pytest.mark.django_db]
 
 
 def _analyze(rows_elsewhere: int, session_id: str) -> None:
     """Let ANALYZE see the table with ``rows_elsewhere`` rows of another session (and the rest)."""
-    if rows_elsewhere:
-        bulk_chain(f"{session_id}-elsewhere", rows_elsewhere)
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE assistant_messages")
+    analyze_with_rows_elsewhere(session_id, rows_elsewhere)
 
 
 def _mode() -> str:
@@ -224,14 +220,9 @@ _APPEND_AND_COUNT = (
 def test_each_migration_step_counts_an_append_once():
     """Migration 0021 moves the count of the function's row from the trigger to the function, both
     in one step: stopped before it, after it, or gone back, every append is counted once."""
-    from tests.test_keys import _run, _scratch_database
+    from tests.test_keys import migration_steps
 
-    with _scratch_database() as url:
-        counts = []
-        for i, target in enumerate(("0020", "0021", "0020")):
-            _run(url, "manage.py", "migrate", "agent_sessions", target, "--noinput", "-v0")
-            counts.append(_run(url, "-c", _APPEND_AND_COUNT, f"m{i}").split())
-        assert counts == [["1", "1"], ["2", "2"], ["3", "3"]]
+    assert migration_steps(_APPEND_AND_COUNT, ("0020", "0021", "0020")) == ["1 1", "2 2", "3 3"]
 
 
 def _remembered() -> str | None:
@@ -329,14 +320,10 @@ def test_migration_0024_gives_the_function_the_stamp_both_ways():
     """0024 replaces the function with one that takes the manager's stamp.  Before it (or gone back),
     the code sends the stamp after the call; after it, with the call.  Code that predates it (a
     call without the stamp) keeps working across the step, and every append is counted once."""
-    from tests.test_keys import _run, _scratch_database
+    from tests.test_keys import migration_steps
 
-    with _scratch_database() as url:
-        steps = []
-        for i, target in enumerate(("0023", "0024", "0023", "0024")):
-            _run(url, "manage.py", "migrate", "agent_sessions", target, "--noinput", "-v0")
-            steps.append(_run(url, "-c", _STAMPED_APPEND, f"m{i}").strip())
-        assert steps == ["2100 [11] 2 2", "2100 [12] 4 4", "2100 [11] 6 6", "2100 [12] 8 8"]
+    steps = migration_steps(_STAMPED_APPEND, ("0023", "0024", "0023", "0024"))
+    assert steps == ["2100 [11] 2 2", "2100 [12] 4 4", "2100 [11] 6 6", "2100 [12] 8 8"]
 
 
 def test_code_newer_than_the_database_sends_the_stamp_after_the_call(session_id, monkeypatch):

@@ -14,8 +14,8 @@ from django.db import connection
 from agent_sessions import Session
 from agent_sessions.storage import postgres, postgres_plans, postgres_reads, range_reads
 from tests.conftest import msg
-from tests.support.build import bulk_chain
-from tests.support.pg import messages_partitioned
+from tests.support.pg import analyze_with_rows_elsewhere, messages_partitioned
+from tests.support.queries import sent as _sent
 
 pytestmark = [pytest.mark.postgres_only, pytest.mark.django_db]
 
@@ -26,18 +26,6 @@ _WINDOWS = [
     {"max_content_bytes": 2_000, "min_recent_messages": 1},
     {"max_content_bytes": 10**9, "min_recent_messages": 1},
 ]
-
-
-def _sent(fn) -> list[str]:
-    sent: list[str] = []
-
-    def wrapper(execute, sql, params, many, context):
-        sent.append(sql)
-        return execute(sql, params, many, context)
-
-    with connection.execute_wrapper(wrapper):
-        fn()
-    return sent
 
 
 def _by_statement(fn):
@@ -67,10 +55,7 @@ def test_the_installed_function_is_the_one_the_code_generates(read):
 
 @pytest.mark.parametrize("rows_elsewhere", [0, 1_500], ids=["planned per call", "kept plans"])
 def test_the_function_reads_the_window_the_statement_reads(session_id, rows_elsewhere):
-    if rows_elsewhere:
-        bulk_chain(f"{session_id}-elsewhere", rows_elsewhere)
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE assistant_messages")
+    analyze_with_rows_elsewhere(session_id, rows_elsewhere)
     kept = "kept" if rows_elsewhere else "planned"
     assert _mode() == (f"partitioned {kept}" if messages_partitioned() else kept).replace(
         "partitioned planned", "partitioned"
@@ -112,10 +97,7 @@ def test_the_function_reads_the_window_the_statement_reads(session_id, rows_else
 
 @pytest.mark.parametrize("rows_elsewhere", [0, 1_500], ids=["planned per call", "kept plans"])
 def test_the_function_reads_the_path_the_statement_reads(session_id, rows_elsewhere):
-    if rows_elsewhere:
-        bulk_chain(f"{session_id}-elsewhere", rows_elsewhere)
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE assistant_messages")
+    analyze_with_rows_elsewhere(session_id, rows_elsewhere)
     session = Session.create().for_session(session_id)
     assert session.get_history() == []
     for i in range(30):
@@ -157,9 +139,7 @@ def _buffers_of_a_read(session_id: str) -> int:
 def test_kept_plans_read_the_window_by_index_at_any_length(session_id):
     """A plan kept while the session held 100 messages reads as many buffers at 5,100: the range
     scan stops at the window, whatever the session's length."""
-    bulk_chain(f"{session_id}-elsewhere", 1_500)
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE assistant_messages")
+    analyze_with_rows_elsewhere(session_id, 1_500)
     session = Session.create().for_session(session_id)
     for i in range(100):
         session.append_message(msg(f"m{i}"))
@@ -218,16 +198,11 @@ _READS = (
 
 
 def test_migrations_0025_and_0026_install_the_functions_and_take_them_back():
-    from tests.test_keys import _run, _scratch_database
+    from tests.test_keys import migration_steps
 
-    with _scratch_database() as url:
-        steps = []
-        for i, target in enumerate(("0024", "0026", "0025", "0024")):
-            _run(url, "manage.py", "migrate", "agent_sessions", target, "--noinput", "-v0")
-            steps.append(_run(url, "-c", _READS, f"m{i}").strip())
-        assert steps == [
-            "statement statement m0 m0",
-            "call call m0,m1 m0,m1",
-            "call statement m1,m2 m0,m1,m2",
-            "statement statement m2,m3 m0,m1,m2,m3",
-        ]
+    assert migration_steps(_READS, ("0024", "0026", "0025", "0024")) == [
+        "statement statement m0 m0",
+        "call call m0,m1 m0,m1",
+        "call statement m1,m2 m0,m1,m2",
+        "statement statement m2,m3 m0,m1,m2,m3",
+    ]

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from agent_sessions import InvalidMessage, Session, SessionManager
 from agent_sessions.storage import range_reads, walks
 from tests.conftest import msg
+from tests.support.queries import sent as _sent
 
 pytestmark = pytest.mark.django_db
 _EXAMPLES = itertools.count()
@@ -32,18 +33,6 @@ def _walked(session, method: str, *args, **kwargs):
         return getattr(session, method)(*args, **kwargs)
     finally:
         range_reads.read_path, range_reads.read_recent = originals
-
-
-def _sent(fn) -> list[str]:
-    sent: list[str] = []
-
-    def wrapper(execute, sql, params, many, context):
-        sent.append(sql)
-        return execute(sql, params, many, context)
-
-    with connection.execute_wrapper(wrapper):
-        fn()
-    return sent
 
 
 def _foreign_row(session_id: str, mid: str, parent: str | None, depth: int | None) -> None:
