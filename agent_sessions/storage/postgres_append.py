@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from .. import triggers
 from . import appends
-from .postgres_plans import PLANNER_SETTINGS, PRELUDE, named, return_query
+from .postgres_plans import PLANNER_SETTINGS, PRELUDE, named, return_query, run_on_postgres
 
 NAME = "agent_sessions_append"
 
@@ -177,17 +177,11 @@ def reinstall_uncounted(apps, schema_editor) -> None:
 
 def uninstall(apps, schema_editor) -> None:
     """Migration 0018's reverse: drop the function (Postgres)."""
-    _run(schema_editor, UNINSTALL)
+    run_on_postgres(schema_editor, UNINSTALL)
 
 
 def _install(schema_editor, *, counts: bool, stamps: bool) -> None:
-    _run(schema_editor, install_sql(counts=counts, stamps=stamps))
-
-
-def _run(schema_editor, statements: list[str]) -> None:
-    if schema_editor.connection.vendor == "postgresql":
-        for statement in statements:
-            schema_editor.execute(statement, params=None)
+    run_on_postgres(schema_editor, install_sql(counts=counts, stamps=stamps))
 
 
 def call_params(lock_key: str, values: list, parent: str | None, *, auto: bool, stamp: object = None) -> list:

@@ -1,5 +1,5 @@
 """Postgres: how the PL/pgSQL functions keep their statements' plans (shared by the append, 0018,
-and the recent-window read, 0025).
+and the two range reads, 0025 and 0026), and how migrations install them.
 
 A function keeps the plans of its static statements per connection, which a statement sent by
 a client never has: it is planned at every call.  Whether a kept plan is safe depends on what
@@ -112,3 +112,10 @@ def named(sql: str, names: list[str]) -> str:
     pieces = sql.split("%s")
     assert len(pieces) == len(names) + 1, "a statement and its parameters disagree"
     return "".join(p + n for p, n in zip(pieces, names, strict=False)) + pieces[-1]
+
+
+def run_on_postgres(schema_editor, statements: list[str]) -> None:
+    """A migration step's statements (a function's install or drop), run on Postgres only."""
+    if schema_editor.connection.vendor == "postgresql":
+        for statement in statements:
+            schema_editor.execute(statement, params=None)

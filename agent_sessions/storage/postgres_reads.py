@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import range_reads, walks
-from .postgres_plans import PLANNER_SETTINGS, PRELUDE, return_query
+from .postgres_plans import PLANNER_SETTINGS, PRELUDE, return_query, run_on_postgres
 
 
 @dataclass(frozen=True)
@@ -113,27 +113,21 @@ PATH = ReadFunction(
 """``get_history``'s range read; arguments: the session, the leaf (None: the latest)."""
 
 
-def _run(schema_editor, statements: list[str]) -> None:
-    if schema_editor.connection.vendor == "postgresql":
-        for statement in statements:
-            schema_editor.execute(statement, params=None)
-
-
 def install_recent(apps, schema_editor) -> None:
     """Migration 0025 (``RunPython``): install ``agent_sessions_recent`` from this code, on Postgres."""
-    _run(schema_editor, RECENT.install_sql())
+    run_on_postgres(schema_editor, RECENT.install_sql())
 
 
 def uninstall_recent(apps, schema_editor) -> None:
     """Migration 0025's reverse: drop it (reads then send the statement)."""
-    _run(schema_editor, RECENT.uninstall_sql())
+    run_on_postgres(schema_editor, RECENT.uninstall_sql())
 
 
 def install_path(apps, schema_editor) -> None:
     """Migration 0026 (``RunPython``): install ``agent_sessions_path`` from this code, on Postgres."""
-    _run(schema_editor, PATH.install_sql())
+    run_on_postgres(schema_editor, PATH.install_sql())
 
 
 def uninstall_path(apps, schema_editor) -> None:
     """Migration 0026's reverse: drop it (reads then send the statement)."""
-    _run(schema_editor, PATH.uninstall_sql())
+    run_on_postgres(schema_editor, PATH.uninstall_sql())
