@@ -116,6 +116,15 @@ def django_db_setup(django_db_setup, django_db_blocker):
     return
 
 
+@pytest.fixture(autouse=True)
+def _forget_window_hints():
+    """Each test starts without the recent-window sizes an earlier one left in this process, so
+    the statements it counts do not depend on which tests ran before it."""
+    from agent_sessions.storage.range_reads import WINDOW_HINTS
+
+    WINDOW_HINTS.clear()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _reap_stray_connections(django_db_setup, django_db_blocker):
     """Close connections other threads opened (async twins, worker threads) so the

@@ -87,9 +87,112 @@ def test_the_newest_messages_of_a_linear_session_are_read_without_the_walk(sessi
     assert recent.truncated
     assert recent == _walked(session, "get_recent_history", max_content_bytes=0, min_recent_messages=50)
     everything = session.get_recent_history(max_content_bytes=10**9, min_recent_messages=1)
-    assert len(everything.messages) == 80  # past the range: walked
+    assert len(everything.messages) == 80  # past the first range: read on from its oldest row's parent
     assert not everything.truncated
     assert everything == _walked(session, "get_recent_history", max_content_bytes=10**9, min_recent_messages=1)
+
+
+def test_a_window_within_a_byte_budget_reads_on_as_ranges_instead_of_walking(session):
+    """The first range holds ``min_recent + SLACK`` rows; a budget that wants more reads on from the
+    oldest row's parent, as many rows as the ones read say the budget holds (one more read here,
+    where sizes hardly vary), instead of walking the whole window."""
+    for i in range(300):
+        session.append_message(msg(f"m{i}"))
+    for budget in (0, 2_000, 5_000, 20_000, 10**9):
+        window = {"max_content_bytes": budget, "min_recent_messages": 1}
+        sent = _sent(lambda window=window: session.get_recent_history(**window))
+        assert not any("RECURSIVE" in sql for sql in sent), (budget, sent)
+        assert len(sent) == (1 if budget == 0 else 2), (budget, sent)
+        recent = session.get_recent_history(**window)
+        assert recent == _walked(session, "get_recent_history", **window), budget
+        assert recent.total_content_bytes <= budget or len(recent.messages) == 1
+    assert len(session.get_recent_history(max_content_bytes=20_000).messages) > 100
+
+
+def test_the_next_read_of_a_window_asks_for_as_many_rows_as_it_held(session):
+    """The usual agent loop: a turn or two later, the same window is one statement again."""
+    for i in range(300):
+        session.append_message(msg(f"m{i}"))
+    window = {"max_content_bytes": 5_000, "min_recent_messages": 1}
+    assert len(_sent(lambda: session.get_recent_history(**window))) == 2
+    held = len(session.get_recent_history(**window).messages)
+    assert range_reads.WINDOW_HINTS.get((session.session_id, None, 1, 5_000)) == held + 1  # one row past it
+    assert len(_sent(lambda: session.get_recent_history(**window))) == 1
+    session.append_message(msg("m300"))
+    session.append_message(msg("m301"))
+    assert len(_sent(lambda: session.get_recent_history(**window))) == 1
+    # Much bigger rows since: the hint reads too many, and the window is still the walk's.
+    session.append_message(msg("big", text="x" * 3_000))
+    sent = _sent(lambda: session.get_recent_history(**window))
+    assert len(sent) == 1, sent
+    assert "RECURSIVE" not in sent[0], sent
+    recent = session.get_recent_history(**window)
+    assert recent.messages[-1]["id"] == "big"
+    assert len(recent.messages) < held
+    assert recent == _walked(session, "get_recent_history", **window)
+    # Other windows of the same session keep their own hints; a window without a budget needs none.
+    assert len(_sent(lambda: session.get_recent_history("m200", **window))) == 2
+    assert len(_sent(lambda: session.get_recent_history(max_content_bytes=0, min_recent_messages=40))) == 1
+    assert range_reads.WINDOW_HINTS.get((session.session_id, None, 40, 0)) == 0
+
+
+def test_window_hints_keep_the_newest_entries_up_to_their_size():
+    hints = range_reads._WindowHints(3)
+    for n in range(5):
+        hints.put(("s", None, 1, n), n + 10)
+    assert [hints.get(("s", None, 1, n)) for n in range(5)] == [0, 0, 12, 13, 14]
+    hints.put(("s", None, 1, 2), 20)  # written again: now the newest
+    hints.put(("s", None, 1, 5), 15)
+    assert [hints.get(("s", None, 1, n)) for n in range(6)] == [0, 0, 20, 0, 14, 15]
+    hints.clear()
+    assert hints.get(("s", None, 1, 4)) == 0
+
+
+def test_older_rows_that_keep_growing_cost_a_few_more_reads_not_one_per_row(session):
+    # Each message 3 % smaller than the next: the newer rows read make older ones look bigger than
+    # they are, and each estimate of how many rows the budget holds falls short.
+    for i in range(300):
+        session.append_message(msg(f"m{i}", text="x" * int(4_000 * 0.97 ** (299 - i))))
+    window = {"max_content_bytes": 145_000, "min_recent_messages": 1}
+    sent = _sent(lambda: session.get_recent_history(**window))
+    assert not any("RECURSIVE" in sql for sql in sent), sent
+    assert 2 < len(sent) <= 5, sent  # each read takes at least as many rows as all before it (else 12)
+    recent = session.get_recent_history(**window)
+    assert recent == _walked(session, "get_recent_history", **window)
+    assert 150 < len(recent.messages) < 300, len(recent.messages)
+    assert recent.truncated
+
+
+def test_reading_on_stops_at_the_depth_limit_and_hands_a_branch_to_the_walk(session):
+    for i in range(50):
+        session.append_message(msg(f"m{i}"))
+    session.append_message(msg("off"), "m10")  # off the path, between the path's rows
+    session.append_message(msg("m50"), "m49")
+    for i in range(51, 100):
+        session.append_message(msg(f"m{i}"))
+    everything = {"max_content_bytes": 10**9, "min_recent_messages": 1}
+    with override_settings(AGENT_SESSIONS_MAX_PATH_DEPTH=30):  # reached before the branch
+        sent = _sent(lambda: session.get_recent_history(**everything))
+        assert not any("RECURSIVE" in sql for sql in sent), sent
+        recent = session.get_recent_history(**everything)
+        assert [m["id"] for m in recent.messages] == [f"m{i}" for i in range(69, 100)]
+        assert recent == _walked(session, "get_recent_history", **everything)
+    sent = _sent(lambda: session.get_recent_history(**everything))
+    assert "RECURSIVE" in sent[-1], sent  # read on into the branch: the walk
+    recent = session.get_recent_history(**everything)
+    assert [m["id"] for m in recent.messages] == [f"m{i}" for i in range(100)]
+    assert recent == _walked(session, "get_recent_history", **everything)
+
+
+def test_a_row_that_is_its_own_parent_is_left_to_the_walk(session, session_id):
+    _foreign_row(session_id, "self", "self", 1)
+    everything = {"max_content_bytes": 10**9, "min_recent_messages": 1}
+    with override_settings(AGENT_SESSIONS_MAX_PATH_DEPTH=20):  # the walk goes round until this limit
+        sent = _sent(lambda: session.get_recent_history("self", **everything))
+        assert "RECURSIVE" in sent[-1], sent
+        assert session.get_recent_history("self", **everything) == _walked(
+            session, "get_recent_history", "self", **everything
+        )
 
 
 def test_a_regenerated_reply_sends_the_recent_window_to_the_walk(session):
@@ -259,7 +362,7 @@ def _suffix_row_by_row(rows, min_recent: int, budget: int, max_depth: int):
         walked.append((n, total, *row[3:]))
         if row[1] is None or not (n < max_depth and (n < min_recent or total <= budget)):
             return walked
-    return None
+    return range_reads.ReadOn(rows[-1][1], total)  # the rows end first: read on from the oldest one's parent
 
 
 @given(
@@ -273,7 +376,8 @@ def _suffix_row_by_row(rows, min_recent: int, budget: int, max_depth: int):
 @settings(max_examples=400, deadline=None)
 def test_the_recent_suffix_stops_where_the_walk_stops(chain, min_recent, budget, max_depth):
     """Column-wise, the suffix stops where the row-by-row walk stops (a root, the depth limit, one
-    row past the window) and gives up where it gives up (the rows end, or break the chain first)."""
+    row past the window), gives up where it gives up (the rows break the chain first) and reads on
+    where the rows end first."""
     rows = []
     for n, (size, kind) in enumerate(chain):  # newest first: row n's parent is row n + 1
         parent = {"child": f"r{n + 1}", "root": None, "broken": "elsewhere"}[kind]

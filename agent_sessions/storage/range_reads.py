@@ -13,16 +13,18 @@ a path past the depth limit) gives None, and the caller walks in SQL.
 
 from __future__ import annotations
 
+import threading
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from itertools import accumulate
-from typing import Any
+from typing import Any, NamedTuple
 
 from .walks import NEWEST_LEAF_SEQ, SESSION_RANGE, newest_leaf_params
 
 SLACK = 8
-"""Read the rows up to the leaf when at most one in ``SLACK`` of them (plus ``SLACK``) is off its path;
-the recent window reads ``SLACK`` rows past its minimum.  (The Postgres statement spells it out.)"""
+"""Read the rows up to the leaf when at most one in ``SLACK`` of them (plus ``SLACK``) is off its path
+(the Postgres statement spells it out); a recent window with a byte budget reads ``SLACK`` rows
+past the number it expects to need."""
 
 Rows = Sequence[Sequence[Any]]
 
@@ -187,25 +189,87 @@ def read_recent(
     call: str | None = None,
 ) -> list[tuple] | None:
     """The rows the recent-suffix walk (``walks.recent_cte``) would return, as ``(n, total, *rest)``
-    with ``columns`` = ``bytes, *rest``, read as the newest rows up to the leaf (one range scan,
-    ``min_recent`` + ``SLACK`` rows); None when they do not form the leaf's chain far enough.
-    ``call``: a function that runs :func:`recent_statement` with these columns (its arguments the
-    session, the leaf or None, and the limit; ``storage.postgres_reads``), sent instead of it."""
-    limit = min_recent + SLACK
-    if call is not None:
-        rows = fetch(call, [session_id, leaf_id, limit])
-    else:
-        sql = recent_statement(vendor, columns, latest=leaf_id is None)
-        rows = fetch(sql, recent_params(vendor, session_id, leaf_id, params, limit))
-    if not rows or (leaf_id is not None and rows[0][0] != leaf_id):
-        return None
-    return _recent_suffix(rows, min_recent, budget, max_depth)
+    with ``columns`` = ``bytes, *rest``, read as the newest rows up to the leaf, then on from the
+    oldest row's parent while the window wants more; None when they do not form the leaf's chain
+    far enough.  ``call``: a function that runs :func:`recent_statement` with these columns (its
+    arguments the session, the leaf or None, and the limit; ``storage.postgres_reads``), sent
+    instead of it.
+
+    Without a budget the walk stops at row ``min_recent``, so ``min_recent`` + 1 rows are read.
+    With one, as many as the window held last time (:data:`WINDOW_HINTS`), at least ``min_recent``,
+    and ``SLACK`` more."""
+    key = (session_id, leaf_id, min_recent, budget)
+    hinted = WINDOW_HINTS.get(key) if budget else 0
+    limit = max(min_recent, hinted) + SLACK if budget else min_recent + 1
+    expected = leaf_id
+    rows: list[Sequence[Any]] = []
+    while True:
+        if call is not None:
+            more = fetch(call, [session_id, expected, limit])
+        else:
+            sql = recent_statement(vendor, columns, latest=expected is None)
+            more = fetch(sql, recent_params(vendor, session_id, expected, params, limit))
+        if not more or (expected is not None and more[0][0] != expected):
+            return None
+        rows += more
+        window = _recent_suffix(rows, min_recent, budget, max_depth)
+        if not isinstance(window, ReadOn):
+            if window is not None and budget and len(window) != hinted:
+                WINDOW_HINTS.put(key, len(window))
+            return window
+        expected, limit = window.parent_id, _read_on_limit(len(rows), window.total, min_recent, budget, max_depth)
 
 
-def _recent_suffix(rows: Rows, min_recent: int, budget: int, max_depth: int) -> list[tuple] | None:
+class _WindowHints:
+    """How many rows each recent window (by session, leaf, minimum and budget) held when last read
+    in this process, so that the next read of it (a turn or two later, the usual agent loop) asks
+    for that many at once instead of reading on.  A hint only: a window that changed is read on, or
+    read a few rows too many.  Bounded: past ``size`` entries the oldest goes."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._rows: dict[tuple, int] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple) -> int:
+        return self._rows.get(key, 0)
+
+    def put(self, key: tuple, rows: int) -> None:
+        with self._lock:
+            self._rows.pop(key, None)
+            self._rows[key] = rows
+            if len(self._rows) > self.size:
+                del self._rows[next(iter(self._rows))]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._rows.clear()
+
+
+WINDOW_HINTS = _WindowHints(4_096)
+
+
+class ReadOn(NamedTuple):
+    """The rows read so far form the leaf's chain but end before the walk would stop: read on from
+    the oldest row's parent (``total``: the bytes read so far)."""
+
+    parent_id: str
+    total: int
+
+
+def _read_on_limit(read: int, total: int, min_recent: int, budget: int, max_depth: int) -> int:
+    """How many rows to read next: enough for the window if the older rows are the size of those
+    read, an eighth more and ``SLACK``, at least as many as read so far (so rows that keep growing
+    cost a number of reads logarithmic in the window), never past the depth limit."""
+    wanted = max(min_recent - read, (budget - total) // max(1, total // read) + 1)
+    return min(max(wanted + wanted // SLACK + SLACK, read), max_depth + 1 - read)
+
+
+def _recent_suffix(rows: Rows, min_recent: int, budget: int, max_depth: int) -> list[tuple] | ReadOn | None:
     """The walk over ``rows`` (newest first, the leaf first) as ``(n, total, *rest)``, up to the row
     it stops at: the root, the depth limit, or the first row past ``min_recent`` whose running
-    total exceeds ``budget``; None when the rows end first or break the chain before it.
+    total exceeds ``budget``; :class:`ReadOn` when the rows end first, None when they break the
+    chain before the walk would stop.
 
     Column-wise (transposed once, totals accumulated, the stop found by bisection) rather than row
     by row: 4 % of a 50-row window's read on SQLite."""
@@ -214,7 +278,11 @@ def _recent_suffix(rows: Rows, min_recent: int, budget: int, max_depth: int) -> 
     stop = min(max(bisect_right(totals, budget), min_recent), max_depth, len(rows))
     if None in parents[:stop]:
         stop = parents.index(None)  # the root comes first
-    if stop == len(rows) or parents[:stop] != ids[1 : stop + 1]:
-        return None  # the rows end before the walk would stop, or one is not the parent of the row before
+    linked = min(stop, len(rows) - 1)
+    if parents[:linked] != ids[1 : linked + 1]:
+        return None  # one row is not the parent of the row before it
+    if stop == len(rows):
+        # The chain goes on past the rows read, unless back into them: a cycle, which the walk settles.
+        return None if parents[-1] in ids else ReadOn(parents[-1], totals[-1])
     end = stop + 1
     return list(zip(range(end), totals[:end], *(column[:end] for column in rest), strict=True))
