@@ -51,6 +51,8 @@ GOALS = (
         "raw range scan, prepared statements",
         1.2,
     ),
+    Goal("recent window within a byte budget ÷ raw", "3d.", "ours", "raw SQL", 1.2),
+    Goal("recent window within a byte budget ÷ raw range scan", "3d.", "ours", "raw range scan", 1.2),
     Goal("search, 2 English words ÷ raw", "4.", "ours", "raw SQL", 1.2),
     Goal("fork ÷ one raw INSERT … SELECT", "5.", "ours", "raw SQL", 1.5),
     Goal("append_all ÷ raw executemany", "2.", "ours", "raw SQL", 1.1),

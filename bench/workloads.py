@@ -18,7 +18,7 @@ from tqdm import tqdm
 
 from agent_sessions.manager import SessionManager
 from agent_sessions.session import Session
-from agent_sessions.storage import appends, orm, postgres, walks
+from agent_sessions.storage import appends, orm, postgres, range_reads, walks
 from agent_sessions.tokens import estimate_one_message_tokens
 from agent_sessions.types import dump_message, text_content, tool_text
 
@@ -411,6 +411,15 @@ def history_reads(alias: str, database: str, n: int, peers: list, rounds: int) -
             max_content_bytes=0, min_recent_messages=50
         )
         last["raw range scan, prepared statements"] = lambda: raw_prepared.recent_range(sid, 50)
+    # A window cut by a byte budget, as an agent fits its prompt: how many messages it holds
+    # depends on their sizes, so the references read the number ours returned.
+    held = len(session.get_recent_history(max_content_bytes=WINDOW_BYTES).messages)
+    within: dict[str, Callable[[], Any]] = {
+        "ours": lambda: session.get_recent_history(max_content_bytes=WINDOW_BYTES),
+        "ours, first read of the window": lambda: _first_read(session),
+        "raw SQL": lambda: raw.recent(sid, held),
+        "raw range scan": lambda: raw.recent_range(sid, held),
+    }
     for peer in peers:
         # Exactly the n items ours reads: workloads 1 and 2 left 2n in the peer's session, which
         # doubled its read in a full run (third round's "0.56 ÷ get_items" on SQLite was that).
@@ -424,7 +433,24 @@ def history_reads(alias: str, database: str, n: int, peers: list, rounds: int) -
     return [
         *_interleaved_results("3a. history of the whole path", database, whole, rounds),
         *_interleaved_results("3b. last 50 (get_recent_history)", database, last, max(rounds, QUICK_ROUNDS)),
+        *_interleaved_results(
+            f"3d. recent window within {WINDOW_BYTES:,} bytes ({held} msgs)",
+            database,
+            within,
+            max(rounds, QUICK_ROUNDS),
+        ),
     ]
+
+
+WINDOW_BYTES = 20_000
+"""Workload 3d's byte budget: about 180 of the bench's messages."""
+
+
+def _first_read(session: Any) -> Any:
+    """The budgeted window as a process reads it the first time: without the size it had last time
+    (``range_reads.WINDOW_HINTS``), so the first range is followed by a second."""
+    range_reads.WINDOW_HINTS.clear()
+    return session.get_recent_history(max_content_bytes=WINDOW_BYTES)
 
 
 DEPTHS = (10, 100, 1_000, 2_500, 5_000, 10_000)

@@ -31,12 +31,16 @@ def test_bench_smoke_runs_every_workload(tmp_path):
     rows = json.loads(out.read_text())
     workloads = {r["workload"].split(".")[0] for r in rows}
     http = {"7"} if settings.DB == "postgres" else set()  # gunicorn against the bare endpoints: Postgres only
-    assert workloads == {"1", "2", "3a", "3b", "3c", "4", "5", "6"} | http
+    assert workloads == {"1", "2", "3a", "3b", "3c", "3d", "4", "5", "6"} | http
     assert {r["impl"] for r in rows} >= {"ours", "raw SQL"}
     assert "ours ÷ this" in proc.stdout
     # the manager's append beside the session's, with its goal row
     assert "ours, SessionManager.append" in {r["impl"] for r in rows if r["workload"].startswith("1.")}
     assert "SessionManager.append ÷ Session.append_message" in proc.stdout
+    # the window within a byte budget, read with and without the size it had last time, with its goal rows
+    within = {r["impl"] for r in rows if r["workload"].startswith("3d.")}
+    assert within == {"ours", "ours, first read of the window", "raw SQL", "raw range scan"}
+    assert "recent window within a byte budget ÷ raw range scan" in proc.stdout
     if settings.DB == "postgres":  # the last-50 read also on prepared-statement connections, with its goal row
         last50 = {r["impl"] for r in rows if r["workload"].startswith("3b.")}
         assert {"ours, prepared statements", "raw range scan, prepared statements"} <= last50
