@@ -184,6 +184,18 @@ def test_reading_on_stops_at_the_depth_limit_and_hands_a_branch_to_the_walk(sess
     assert recent == _walked(session, "get_recent_history", **everything)
 
 
+def test_a_window_larger_than_a_range_read_can_ask_for_is_still_read(session):
+    """The Postgres function takes its row limit as an ``integer``: a minimum or a depth limit
+    past 2**31 - 1 asks for that many rows at most."""
+    for i in range(30):
+        session.append_message(msg(f"m{i}"))
+    with override_settings(AGENT_SESSIONS_MAX_PATH_DEPTH=10**10):
+        assert len(session.get_recent_history(max_content_bytes=10**12).messages) == 30
+        recent = session.get_recent_history(max_content_bytes=0, min_recent_messages=3 * 10**9)
+        assert len(recent.messages) == 30
+        assert not recent.truncated
+
+
 def test_a_row_that_is_its_own_parent_is_left_to_the_walk(session, session_id):
     _foreign_row(session_id, "self", "self", 1)
     everything = {"max_content_bytes": 10**9, "min_recent_messages": 1}

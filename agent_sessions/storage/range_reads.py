@@ -28,6 +28,10 @@ past the number it expects to need."""
 
 Rows = Sequence[Sequence[Any]]
 
+MAX_LIMIT = 2**31 - 1
+"""The most rows one range read asks for: the Postgres function takes its limit as an ``integer``
+(a larger window, possible only with a raised ``MAX_PATH_DEPTH``, is read on)."""
+
 _SEQ_BY_ID = "SELECT seq FROM assistant_messages WHERE session_id = %s AND id = %s"
 # The latest leaf as the first arm of walks.LATEST_LEAF alone: when it is not among the newest
 # rows, no leaf means no rows, and the caller walks (with the full lookup).
@@ -204,6 +208,7 @@ def read_recent(
     expected = leaf_id
     rows: list[Sequence[Any]] = []
     while True:
+        limit = min(limit, MAX_LIMIT)
         if call is not None:
             more = fetch(call, [session_id, expected, limit])
         else:
