@@ -72,6 +72,12 @@ _SQLITE = _SQLITE_RANGE.format(columns="{columns}", seq="%s", limit="%s")
 Fetch = Callable[[str, list], list[tuple]]
 
 
+def _leaf_params(session_id: str, leaf_id: str | None) -> list:
+    """The parameters of ``_LEAF`` / ``_NEWEST_LEAF``: the newest-leaf lookup's for None, else the
+    session and the leaf's id."""
+    return newest_leaf_params(session_id) if leaf_id is None else [session_id, leaf_id]
+
+
 def path_statement(columns: str, *, latest: bool) -> str:
     """Postgres: the path's range read, ``(id, parent_id, *columns)`` of the rows up to the leaf
     (``latest``: the latest leaf), newest first, as many as the leaf's depth allows and none when
@@ -83,8 +89,7 @@ def path_params(session_id: str, leaf_id: str | None, params: list) -> list:
     """The parameters of :func:`path_statement`: the leaf's lookup, those of its ``columns``, then
     the session thrice (the registry's count, the range).  ``leaf_id`` None: the latest leaf (the
     values may also be placeholders' names)."""
-    leaf_params = newest_leaf_params(session_id) if leaf_id is None else [session_id, leaf_id]
-    return [*leaf_params, *params, session_id, session_id, session_id]
+    return [*_leaf_params(session_id, leaf_id), *params, session_id, session_id, session_id]
 
 
 def read_path(
@@ -105,7 +110,6 @@ def read_path(
     only the walk can tell.  ``params`` are those of ``columns``.  ``call`` (Postgres): a function
     that runs :func:`path_statement` with these columns and ``once`` (its arguments the session and
     the leaf or None; ``storage.postgres_reads``), sent instead of it."""
-    leaf_params = newest_leaf_params(session_id) if leaf_id is None else [session_id, leaf_id]
     once_sql, once_params = once
     if vendor == "postgresql":
         # One round trip: the value rides on every row (an InitPlan, evaluated once).
@@ -121,7 +125,7 @@ def read_path(
         # (one more column cost 0.6 ms of a 10,000-row read).
         leaf = fetch(
             _SQLITE_LEAF.format(leaf=_LEAF[leaf_id is None], once=once_sql),
-            [session_id, *once_params, *leaf_params],
+            [session_id, *once_params, *_leaf_params(session_id, leaf_id)],
         )
         if not leaf or leaf[0][1] is None:
             return None
@@ -175,8 +179,7 @@ def recent_params(vendor: str, session_id: str, leaf_id: str | None, params: lis
     names it as a one-value range, twice; SQLite by equality, once), the leaf's lookup, the limit.
     ``leaf_id`` None: the latest leaf (the values may also be placeholders' names)."""
     named = [session_id] * (2 if vendor == "postgresql" else 1)
-    leaf_params = newest_leaf_params(session_id) if leaf_id is None else [session_id, leaf_id]
-    return [*params, *named, *leaf_params, limit]
+    return [*params, *named, *_leaf_params(session_id, leaf_id), limit]
 
 
 def read_recent(
