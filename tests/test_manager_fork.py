@@ -7,11 +7,12 @@ import math
 import uuid
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from agent_sessions import SessionManager
 from agent_sessions.manager import SessionNotFound
+from agent_sessions.manager import fork as forking
 from agent_sessions.models import Message, SessionRecord
 from agent_sessions.storage import backends
 from agent_sessions.types import dump_message
@@ -216,6 +217,38 @@ def test_fork_of_foreign_rows_copies_in_python(manager):
     rows = _stored(forked.id)
     assert [r[3] for r in rows] == [1, 2]
     assert all(r[4] is not None and r[5] is not None for r in rows)
+
+
+def test_fork_of_foreign_rows_carries_overlays_with_the_python_copy_ids(manager):
+    """The Python copy hands its own mapping to the overlays: the copies' ids, in path order."""
+    s = manager.create("Foreign, compacted").id
+    manager.append_all(s, [msg(i) for i in "abcd"])
+    Message.objects.filter(session_id=s, message_id="c").update(tokens=None)  # the SQL copy refuses the path
+    manager.add_compaction(s, "B to C", "b", "c")
+    manager.add_compaction(s, "C to B (reversed: not carried)", "c", "b")
+    forked = manager.fork(s, "d", "Fork")
+    mapping = manager.fork_mapping(forked.id)
+    assert list(mapping) == ["a", "b", "c", "d"]
+    [carried] = manager.get_compactions(forked.id)
+    assert (carried.summary, carried.from_message_id, carried.to_message_id) == ("B to C", mapping["b"], mapping["c"])
+    history = manager.get_history(forked.id)
+    assert [m["id"] for m in history] == [mapping["a"], f"compaction_{carried.id}", mapping["d"]]
+
+
+def test_fork_reports_how_many_messages_it_copied(manager):
+    """``copy_path`` returns the number of copies, by the SQL copy and by the Python one alike."""
+    s = manager.create("Counted").id
+    manager.append_all(s, [msg(i) for i in "abcde"])
+    manager.append(s, msg("x"), "b")
+    provider = manager.get_session(s).storage
+    with transaction.atomic():
+        assert forking.copy_path(provider, "target-sql", "d") == 4
+        Message.objects.filter(session_id=s, message_id="b").update(tokens=None)
+        assert forking.copy_path(provider, "target-python", "x") == 3
+        assert forking.copy_path(provider, "target-none", "missing") == 0
+    assert Message.objects.filter(session_id="target-sql").count() == 4
+    assert Message.objects.filter(session_id="target-python").count() == 3
+    assert not Message.objects.filter(session_id="target-none").exists()
 
 
 def test_fork_below_a_deleted_message_restarts_depth_and_totals_past_32_bits(manager):

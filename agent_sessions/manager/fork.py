@@ -11,20 +11,19 @@ from ..tokens import estimate_one_message_tokens
 from ..types import dump_message
 
 
-def copy_path(source: DjangoSessionProvider, target_session_id: str, at_message_id: str) -> dict[str, str]:
-    """Copy the path ending at ``at_message_id`` under new ids; returns ``{original id: new id}``.
+def copy_path(source: DjangoSessionProvider, target_session_id: str, at_message_id: str) -> int:
+    """Copy the path ending at ``at_message_id`` under new ids; returns how many messages it copied.
 
     The rows are copied in SQL, ids minted there too (one ``INSERT … SELECT``); a path
     SQL cannot copy as is (rows from a foreign writer) is copied here in Python.  The
     overlays that lie wholly on the path are carried over with mapped ids.  Run it
-    inside a transaction.  An unknown message copies nothing and returns ``{}``.
+    inside a transaction.  An unknown message copies nothing and returns 0.
     """
-    pairs = source.copy_path_to(target_session_id, at_message_id)
-    if pairs:
-        mapping = dict(pairs)
-        _copy_overlays(source, target_session_id, [origin for origin, _ in pairs], mapping)
-        return mapping
-    return _copy_path_in_python(source, target_session_id, at_message_id)
+    copied = source.copy_path_to(target_session_id, at_message_id)
+    mapping = None if copied else _copy_path_in_python(source, target_session_id, at_message_id)
+    if copied or mapping:
+        _copy_overlays(source, target_session_id, mapping)
+    return copied or len(mapping or ())
 
 
 def _copy_path_in_python(source: DjangoSessionProvider, target_session_id: str, at_message_id: str) -> dict[str, str]:
@@ -58,15 +57,19 @@ def _copy_path_in_python(source: DjangoSessionProvider, target_session_id: str, 
         )
         parent = message["id"]
     DjangoSessionProvider(target_session_id, using=source.using).insert_rows(copies)
-    _copy_overlays(source, target_session_id, [row["id"] for row in rows], mapping)
     return mapping
 
 
-def _copy_overlays(
-    source: DjangoSessionProvider, target_session_id: str, path_ids: list[str], mapping: dict[str, str]
-) -> None:
-    """Overlays whose ``from`` and ``to`` both lie on the copied path, oldest first, with mapped ids."""
-    position = {mid: i for i, mid in enumerate(path_ids)}
+def _copy_overlays(source: DjangoSessionProvider, target_session_id: str, mapping: dict[str, str] | None) -> None:
+    """Overlays whose ``from`` and ``to`` both lie on the copied path, oldest first, with mapped ids;
+    ``mapping`` (``{original id: copy id}`` root first) is read back from the copies when None, and
+    only when the source has overlays."""
+    overlays = source.get_compactions()
+    if not overlays:
+        return
+    if mapping is None:
+        mapping = fork_mapping(source.using, target_session_id)
+    position = {mid: i for i, mid in enumerate(mapping)}
     carried = [
         Compaction(
             compaction_id=uuid.uuid4().hex,
@@ -76,7 +79,7 @@ def _copy_overlays(
             to_message_id=mapping[overlay.to_message_id],
             created_at=overlay.created_at,
         )
-        for overlay in source.get_compactions()
+        for overlay in overlays
         if overlay.from_message_id in position
         and overlay.to_message_id in position
         and position[overlay.from_message_id] <= position[overlay.to_message_id]

@@ -652,7 +652,7 @@ class DjangoSessionProvider:
         keys = ("id", "role", "content", "text_content", "tool_text", "created_at", "tokens")
         return [dict(zip(keys, (*r[:5], as_datetime(r[5]), r[6]), strict=True)) for r in rows]
 
-    def copy_path_to(self, target_session_id: str, leaf_id: str) -> list[tuple[str, str]]:
+    def copy_path_to(self, target_session_id: str, leaf_id: str) -> int:
         """Copy the root→``leaf_id`` path into ``target_session_id`` under fresh uuid4-hex ids, in one statement.
 
         Ids, parents, depths and running token totals come out of the walk
@@ -660,7 +660,8 @@ class DjangoSessionProvider:
         are copied with one ``INSERT … SELECT`` (Postgres' per-statement triggers fire once;
         SQLite indexes the copies after them, see ``deferred_indexing``).  Each copy's JSON
         gets its new id in place of the old one, leaving the rest of the stored text as it was.
-        Returns ``[(original id, copy id)]`` root first, or ``[]`` with nothing written when
+        Returns how many rows it copied (the copies' origins are their ``origin_id``: returning
+        each pair cost 11 ms of a 10,000-row fork on SQLite), or 0 with nothing written when
         the leaf is unknown or a row on the path cannot be copied this way (its JSON does not
         start with its id, or it has no token count: rows from a foreign writer);
         :func:`agent_sessions.manager.fork.copy_path` then copies in Python.
@@ -681,13 +682,11 @@ class DjangoSessionProvider:
             "c.text_content, c.tool_text, c.created_at, c.tokens, root.n - c.n + 1, root.acc - c.acc + c.tokens, c.id "
             "FROM src c CROSS JOIN root WHERE NOT EXISTS (SELECT 1 FROM src bad WHERE bad.tokens IS NULL "
             "OR substr(bad.content, 1, length(bad.old_prefix)) <> bad.old_prefix) "
-            "ORDER BY c.n DESC RETURNING depth, origin_id, id"
+            "ORDER BY c.n DESC"
         )
         with self.connection.cursor() as cursor, backend.deferred_indexing(cursor, target_session_id, None):
             cursor.execute(sql, [*self._path_params(leaf_id), target_session_id])
-            rows = cursor.fetchall()
-        rows.sort()
-        return [(origin, copy) for _, origin, copy in rows]
+            return backend.inserted_rows(cursor)
 
     bulk_columns = (
         "id",

@@ -93,6 +93,11 @@ def _execute(raw, sql: str, params: list):
     return cursor
 
 
+def inserted_rows(cursor) -> int:
+    """How many rows the cursor's last statement inserted."""
+    return cursor.rowcount
+
+
 def lock_session(cursor, session_id: str) -> None:
     """Serialise writers of one session until the transaction ends (advisory lock)."""
     cursor.execute(LOCK, [lock_key(session_id)])
