@@ -525,6 +525,12 @@ def search(alias: str, database: str, rows: int, rounds: int) -> list[Result]:
     ]
 
 
+FORK_ROUNDS = 11
+"""Rounds at least for the fork: two forks of about 0.2–0.5 s a round, so five rounds fell within
+one slow spell of a noisy VM (SQLite fork ÷ raw 2.11 in the seventeenth round's run S, 1.24 and
+1.47 in two runs straight after); eleven cost a few seconds more per database."""
+
+
 def fork(alias: str, database: str, n: int, rounds: int) -> list[Result]:
     """Workload 5: fork of an n-message session (vs one raw INSERT … SELECT, and vs n appends)."""
     manager = SessionManager(using=alias)
@@ -542,4 +548,4 @@ def fork(alias: str, database: str, n: int, rounds: int) -> list[Result]:
         "ours": lambda: manager.fork(info.id, leaf, "fork"),
         "raw SQL": lambda: raw.fork(info.id, _sid("fork-raw"), leaf),
     }
-    return _interleaved_results("5. fork", database, fns, rounds)
+    return _interleaved_results("5. fork", database, fns, max(rounds, FORK_ROUNDS))
