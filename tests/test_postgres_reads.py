@@ -31,7 +31,7 @@ _WINDOWS = [
 def _by_statement(fn):
     """What ``fn`` returns when this connection's database is taken to have no function."""
     raw = connection.connection
-    postgres._READ_CALLS[raw] = (None, None)
+    postgres._READ_CALLS[raw] = postgres.ReadCalls(recent=None, path=None)
     try:
         return fn()
     finally:
@@ -167,7 +167,7 @@ def test_a_database_without_the_functions_reads_by_the_statements(session_id):
         window = {"max_content_bytes": 0, "min_recent_messages": 3}
         sent = _sent(lambda: session.get_recent_history(**window))
         assert sent == [range_reads.recent_statement("postgresql", postgres_reads.RECENT_COLUMNS, latest=True)]
-        assert postgres._READ_CALLS[raw] == (None, None)
+        assert postgres._READ_CALLS[raw] == postgres.ReadCalls(recent=None, path=None)
         assert [m["id"] for m in session.get_recent_history(**window).messages] == ["m7", "m8", "m9"]
         assert [m["id"] for m in session.get_recent_history("m5", **window).messages] == ["m3", "m4", "m5"]
         sent = _sent(lambda: session.get_history("m5"))

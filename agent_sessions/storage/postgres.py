@@ -11,7 +11,7 @@ import select
 import weakref
 from collections.abc import Iterable
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import transaction
 
@@ -206,22 +206,29 @@ def _append_mode(cursor) -> _AppendMode:
     return mode
 
 
-# The calls of the read functions a driver connection's database has (migrations 0025, 0026),
-# None for each it lacks; asked once per connection, as the append's mode is.
-_READ_CALLS: weakref.WeakKeyDictionary[Any, tuple[str | None, ...]] = weakref.WeakKeyDictionary()
-_READS = (postgres_reads.RECENT, postgres_reads.PATH)
+class ReadCalls(NamedTuple):
+    """The calls of the read functions a database has (migrations 0025, 0026), None for each it
+    lacks (the caller then sends the statement)."""
+
+    recent: str | None
+    path: str | None
+
+
+# Asked once per driver connection, as the append's mode is.
+_READ_CALLS: weakref.WeakKeyDictionary[Any, ReadCalls] = weakref.WeakKeyDictionary()
+_READS = (postgres_reads.RECENT, postgres_reads.PATH)  # in ReadCalls order
 _READS_SQL = "SELECT " + ", ".join(["to_regprocedure(%s) IS NOT NULL"] * len(_READS))
 
 
-def _read_calls(connection) -> tuple[str | None, ...]:
+def _read_calls(connection) -> ReadCalls:
     with connection.wrap_database_errors:
         connection.ensure_connection()
         raw = connection.connection
         calls = _READ_CALLS.get(raw)
         if calls is None:
             found = raw.execute(_READS_SQL, [read.signature for read in _READS]).fetchone()
-            calls = _READ_CALLS[raw] = tuple(
-                read.call if has else None for read, has in zip(_READS, found, strict=True)
+            calls = _READ_CALLS[raw] = ReadCalls(
+                *(read.call if has else None for read, has in zip(_READS, found, strict=True))
             )
         return calls
 
@@ -229,13 +236,13 @@ def _read_calls(connection) -> tuple[str | None, ...]:
 def recent_call(connection) -> str | None:
     """What ``get_recent_history`` sends for its range read: the function's call
     (storage/postgres_reads.py), or None for the statement (a database before migration 0025)."""
-    return _read_calls(connection)[0]
+    return _read_calls(connection).recent
 
 
 def path_call(connection) -> str | None:
     """What ``get_history`` sends for its range read: the function's call, or None for the
     statement (a database before migration 0026)."""
-    return _read_calls(connection)[1]
+    return _read_calls(connection).path
 
 
 def _compile(cursor, query, target, filters):
