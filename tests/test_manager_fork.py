@@ -220,7 +220,7 @@ def test_fork_of_foreign_rows_copies_in_python(manager):
 
 
 def test_fork_of_foreign_rows_carries_overlays_with_the_python_copy_ids(manager):
-    """The Python copy hands its own mapping to the overlays: the copies' ids, in path order."""
+    """A Python copy carries the overlays too, mapped to its own copies' ids in path order."""
     s = manager.create("Foreign, compacted").id
     manager.append_all(s, [msg(i) for i in "abcd"])
     Message.objects.filter(session_id=s, message_id="c").update(tokens=None)  # the SQL copy refuses the path

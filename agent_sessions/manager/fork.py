@@ -19,18 +19,20 @@ def copy_path(source: DjangoSessionProvider, target_session_id: str, at_message_
     overlays that lie wholly on the path are carried over with mapped ids.  Run it
     inside a transaction.  An unknown message copies nothing and returns 0.
     """
-    copied = source.copy_path_to(target_session_id, at_message_id)
-    mapping = None if copied else _copy_path_in_python(source, target_session_id, at_message_id)
-    if copied or mapping:
-        _copy_overlays(source, target_session_id, mapping)
-    return copied or len(mapping or ())
+    copied = source.copy_path_to(target_session_id, at_message_id) or _copy_path_in_python(
+        source, target_session_id, at_message_id
+    )
+    if copied:
+        _copy_overlays(source, target_session_id)
+    return copied
 
 
-def _copy_path_in_python(source: DjangoSessionProvider, target_session_id: str, at_message_id: str) -> dict[str, str]:
-    """The row-by-row copy: every id, parent and total computed here, then multi-row INSERTs."""
+def _copy_path_in_python(source: DjangoSessionProvider, target_session_id: str, at_message_id: str) -> int:
+    """The row-by-row copy: every id, parent and total computed here, then multi-row INSERTs; returns
+    how many messages it copied."""
     rows = source.get_path_rows(at_message_id)
     if not rows:
-        return {}
+        return 0
     mapping = {row["id"]: uuid.uuid4().hex for row in rows}
     copies: list[dict] = []
     parent: str | None = None
@@ -57,18 +59,18 @@ def _copy_path_in_python(source: DjangoSessionProvider, target_session_id: str, 
         )
         parent = message["id"]
     DjangoSessionProvider(target_session_id, using=source.using).insert_rows(copies)
-    return mapping
+    return len(copies)
 
 
-def _copy_overlays(source: DjangoSessionProvider, target_session_id: str, mapping: dict[str, str] | None) -> None:
-    """Overlays whose ``from`` and ``to`` both lie on the copied path, oldest first, with mapped ids;
-    ``mapping`` (``{original id: copy id}`` root first) is read back from the copies when None, and
-    only when the source has overlays."""
+def _copy_overlays(source: DjangoSessionProvider, target_session_id: str) -> None:
+    """Overlays whose ``from`` and ``to`` both lie on the copied path, oldest first, with mapped ids.
+
+    The copies' ids are read back by their ``origin_id`` (:func:`fork_mapping`, root first: both
+    copies insert in path order), and only when the source has overlays."""
     overlays = source.get_compactions()
     if not overlays:
         return
-    if mapping is None:
-        mapping = fork_mapping(source.using, target_session_id)
+    mapping = fork_mapping(source.using, target_session_id)
     position = {mid: i for i, mid in enumerate(mapping)}
     carried = [
         Compaction(
