@@ -12,6 +12,7 @@ from django.db import migrations
 from django.db.models import options
 
 from .storage import backends
+from .storage.ddl import BOTH, SQLITE, run_on
 
 
 class AdoptOrCreateModel(migrations.CreateModel):
@@ -32,21 +33,12 @@ class AdoptOrCreateModel(migrations.CreateModel):
 
 def install_search(apps, schema_editor) -> None:
     """Create the vendor's full-text search structures (FTS5 tables or tsvector columns)."""
-    vendor = schema_editor.connection.vendor
-    if vendor not in ("sqlite", "postgresql"):
-        return
-    backend = backends.for_vendor(vendor)
-    for statement in backend.install_sql():
-        schema_editor.execute(statement)
+    run_on(schema_editor, BOTH, lambda vendor: backends.for_vendor(vendor).install_sql())
 
 
 def uninstall_search(apps, schema_editor) -> None:
     """Reverse of :func:`install_search`."""
-    vendor = schema_editor.connection.vendor
-    if vendor not in ("sqlite", "postgresql"):
-        return
-    for statement in backends.for_vendor(vendor).UNINSTALL:
-        schema_editor.execute(statement)
+    run_on(schema_editor, BOTH, lambda vendor: backends.for_vendor(vendor).UNINSTALL)
 
 
 class AddTrigger(pgtrigger.migrations.AddTrigger):
@@ -63,16 +55,12 @@ class AddTrigger(pgtrigger.migrations.AddTrigger):
 
 def install_sqlite_triggers(apps, schema_editor) -> None:
     """SQLite's own copy of the triggers that AddTrigger installs on Postgres."""
-    if schema_editor.connection.vendor == "sqlite":
-        for statement in backends.for_vendor("sqlite").trigger_install_sql():
-            schema_editor.execute(statement)
+    run_on(schema_editor, SQLITE, lambda vendor: backends.for_vendor(vendor).trigger_install_sql())
 
 
 def uninstall_sqlite_triggers(apps, schema_editor) -> None:
     """Reverse of :func:`install_sqlite_triggers`."""
-    if schema_editor.connection.vendor == "sqlite":
-        for statement in backends.for_vendor("sqlite").TRIGGER_UNINSTALL:
-            schema_editor.execute(statement)
+    run_on(schema_editor, SQLITE, lambda vendor: backends.for_vendor(vendor).TRIGGER_UNINSTALL)
 
 
 # The path walk's key (see storage.walks.PATH_KEY) with session_id as a column of

@@ -37,6 +37,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "storage.postgres_append",
             "storage.postgres_plans",
             "storage.postgres_reads",
+            "storage.ddl",
         ],
     ),
     ("orm", ["models", "querysets", "migrations"]),

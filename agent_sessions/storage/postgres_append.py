@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from .. import triggers
 from . import appends
-from .postgres_plans import PLANNER_SETTINGS, PRELUDE, named, return_query, run_on_postgres
+from .ddl import run_on_postgres
+from .postgres_plans import PLANNER_SETTINGS, PRELUDE, named, return_query
 
 NAME = "agent_sessions_append"
 

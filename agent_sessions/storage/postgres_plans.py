@@ -112,10 +112,3 @@ def named(sql: str, names: list[str]) -> str:
     pieces = sql.split("%s")
     assert len(pieces) == len(names) + 1, "a statement and its parameters disagree"
     return "".join(p + n for p, n in zip(pieces, names, strict=False)) + pieces[-1]
-
-
-def run_on_postgres(schema_editor, statements: list[str]) -> None:
-    """A migration step's statements (a function's install or drop), run on Postgres only."""
-    if schema_editor.connection.vendor == "postgresql":
-        for statement in statements:
-            schema_editor.execute(statement, params=None)

@@ -19,7 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import range_reads, walks
-from .postgres_plans import PLANNER_SETTINGS, PRELUDE, return_query, run_on_postgres
+from .ddl import run_on_postgres
+from .postgres_plans import PLANNER_SETTINGS, PRELUDE, return_query
 
 
 @dataclass(frozen=True)

@@ -5,31 +5,24 @@ from __future__ import annotations
 import json
 
 from ..types import tool_text
-from . import backends, postgres
-
-_VENDORS = ("sqlite", "postgresql")
+from . import backends, postgres, sqlite
+from .ddl import BOTH, SQLITE, run_on, run_on_postgres
 
 
 def install_trigram(apps, schema_editor) -> None:
     """Create the vendor's trigram index (FTS5 ``trigram`` tables, or pg_trgm GIN indexes)."""
-    vendor = schema_editor.connection.vendor
-    if vendor in _VENDORS:
-        for statement in backends.for_vendor(vendor).trigram_install_sql():
-            schema_editor.execute(statement)
+    run_on(schema_editor, BOTH, lambda vendor: backends.for_vendor(vendor).trigram_install_sql())
 
 
 def uninstall_trigram(apps, schema_editor) -> None:
     """Reverse of :func:`install_trigram`."""
-    vendor = schema_editor.connection.vendor
-    if vendor in _VENDORS:
-        for statement in backends.for_vendor(vendor).TRIGRAM_UNINSTALL:
-            schema_editor.execute(statement)
+    run_on(schema_editor, BOTH, lambda vendor: backends.for_vendor(vendor).TRIGRAM_UNINSTALL)
 
 
 def install_tool_text(apps, schema_editor) -> None:
     """Add ``assistant_messages.tool_text``, fill it from the stored messages, and index it for search."""
     vendor = schema_editor.connection.vendor
-    if vendor not in _VENDORS:
+    if vendor not in BOTH:
         schema_editor.execute("ALTER TABLE assistant_messages ADD COLUMN tool_text TEXT DEFAULT '' NOT NULL")
         return
     backend = backends.for_vendor(vendor)
@@ -44,7 +37,7 @@ def install_tool_text(apps, schema_editor) -> None:
 def uninstall_tool_text(apps, schema_editor) -> None:
     """Reverse of :func:`install_tool_text`: text-only indexes again, then drop the column."""
     vendor = schema_editor.connection.vendor
-    if vendor not in _VENDORS:
+    if vendor not in BOTH:
         schema_editor.execute("ALTER TABLE assistant_messages DROP COLUMN tool_text")
         return
     backend = backends.for_vendor(vendor)
@@ -97,41 +90,30 @@ def install_session_fts(apps, schema_editor) -> None:
     with schema_editor.connection.cursor() as cursor:
         usable = postgres.btree_gin_usable(cursor)
     if usable:
-        for statement in postgres.SESSION_FTS_INSTALL:
-            schema_editor.execute(statement)
+        run_on_postgres(schema_editor, postgres.SESSION_FTS_INSTALL)
 
 
 def uninstall_session_fts(apps, schema_editor) -> None:
     """Reverse of :func:`install_session_fts` (the extension stays: others may use it)."""
-    if schema_editor.connection.vendor == "postgresql":
-        for statement in postgres.SESSION_FTS_UNINSTALL:
-            schema_editor.execute(statement)
+    run_on_postgres(schema_editor, postgres.SESSION_FTS_UNINSTALL)
 
 
 def install_partial_trigram(apps, schema_editor) -> None:
     """Postgres: the text trigram index only over rows with a non-ASCII character."""
-    if schema_editor.connection.vendor == "postgresql":
-        for statement in postgres.PARTIAL_TRGM_INSTALL:
-            schema_editor.execute(statement)
+    run_on_postgres(schema_editor, postgres.PARTIAL_TRGM_INSTALL)
 
 
 def uninstall_partial_trigram(apps, schema_editor) -> None:
     """Reverse of :func:`install_partial_trigram`: the trigram index over every row again."""
-    if schema_editor.connection.vendor == "postgresql":
-        for statement in postgres.PARTIAL_TRGM_UNINSTALL:
-            schema_editor.execute(statement)
+    run_on_postgres(schema_editor, postgres.PARTIAL_TRGM_UNINSTALL)
 
 
 def trigram_without_ascii_text(apps, schema_editor) -> None:
     """SQLite: all-ASCII message text leaves the trigram index, which only substring (never ASCII) terms read
     (Postgres got the same with migration 0013's partial index)."""
-    if schema_editor.connection.vendor == "sqlite":
-        for statement in backends.for_vendor("sqlite").tool_text_index_sql(ascii_text=False):
-            schema_editor.execute(statement)
+    run_on(schema_editor, SQLITE, lambda _: sqlite.tool_text_index_sql(ascii_text=False))
 
 
 def trigram_with_ascii_text(apps, schema_editor) -> None:
     """Reverse of :func:`trigram_without_ascii_text`: every message's text in the trigram index again."""
-    if schema_editor.connection.vendor == "sqlite":
-        for statement in backends.for_vendor("sqlite").tool_text_index_sql():
-            schema_editor.execute(statement)
+    run_on(schema_editor, SQLITE, lambda _: sqlite.tool_text_index_sql())
