@@ -11,7 +11,7 @@ import pgtrigger.migrations
 from django.db import migrations
 from django.db.models import options
 
-from .storage import backends
+from .storage import backends, sqlite
 from .storage.ddl import BOTH, SQLITE, run_on
 
 
@@ -55,12 +55,12 @@ class AddTrigger(pgtrigger.migrations.AddTrigger):
 
 def install_sqlite_triggers(apps, schema_editor) -> None:
     """SQLite's own copy of the triggers that AddTrigger installs on Postgres."""
-    run_on(schema_editor, SQLITE, lambda vendor: backends.for_vendor(vendor).trigger_install_sql())
+    run_on(schema_editor, SQLITE, lambda _: sqlite.trigger_install_sql())
 
 
 def uninstall_sqlite_triggers(apps, schema_editor) -> None:
     """Reverse of :func:`install_sqlite_triggers`."""
-    run_on(schema_editor, SQLITE, lambda vendor: backends.for_vendor(vendor).TRIGGER_UNINSTALL)
+    run_on(schema_editor, SQLITE, lambda _: sqlite.TRIGGER_UNINSTALL)
 
 
 # The path walk's key (see storage.walks.PATH_KEY) with session_id as a column of
@@ -78,7 +78,7 @@ _PATH_KEY_INDEX_0006 = (
 def upgrade_keys(apps, schema_editor) -> None:
     """Make every key of the growing tables include session_id (in place, rows untouched)."""
     vendor = schema_editor.connection.vendor
-    if vendor not in ("sqlite", "postgresql"):
+    if vendor not in BOTH:
         return
     with schema_editor.connection.cursor() as cursor:
         backends.for_vendor(vendor).upgrade_keys(cursor, PATH_KEY_INDEX)
@@ -87,7 +87,7 @@ def upgrade_keys(apps, schema_editor) -> None:
 def downgrade_keys(apps, schema_editor) -> None:
     """Reverse of :func:`upgrade_keys`."""
     vendor = schema_editor.connection.vendor
-    if vendor not in ("sqlite", "postgresql"):
+    if vendor not in BOTH:
         return
     with schema_editor.connection.cursor() as cursor:
         backends.for_vendor(vendor).downgrade_keys(cursor, _PATH_KEY_INDEX_0006)

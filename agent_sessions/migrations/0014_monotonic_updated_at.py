@@ -58,11 +58,9 @@ _SQLITE_0008 = [
 
 def _sqlite_triggers(create):
     def run(apps, schema_editor):
-        if schema_editor.connection.vendor == "sqlite":
-            from agent_sessions.storage import sqlite
+        from agent_sessions.storage import ddl, sqlite
 
-            for statement in sqlite.count_trigger_sql(create):
-                schema_editor.execute(statement)
+        ddl.run_on(schema_editor, ddl.SQLITE, lambda _: sqlite.count_trigger_sql(create))
 
     return run
 

@@ -11,11 +11,9 @@ from django.db import migrations
 
 def _sqlite(deferrable):
     def run(apps, schema_editor):
-        if schema_editor.connection.vendor == "sqlite":
-            from agent_sessions.storage import sqlite
+        from agent_sessions.storage import ddl, sqlite
 
-            for statement in sqlite.deferrable_insert_triggers_sql(deferrable=deferrable):
-                schema_editor.execute(statement)
+        ddl.run_on(schema_editor, ddl.SQLITE, lambda _: sqlite.deferrable_insert_triggers_sql(deferrable=deferrable))
 
     return run
 
