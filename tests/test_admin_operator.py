@@ -11,6 +11,7 @@ from html import unescape
 
 import pytest
 
+from agent_sessions import SessionManager
 from agent_sessions.admin.tree_page import FRAGMENT_MAX, LARGE_FRAGMENT, WINDOW_BEFORE
 from agent_sessions.models import Compaction, ContextBlockRecord, Message
 from tests.support.admin_data import (
@@ -30,9 +31,18 @@ MAX_QUERIES = 10
 MAX_PAGE_BYTES = 300_000
 
 
-@pytest.fixture
-def ops():
-    return operator_session("ops")
+@pytest.fixture(scope="module")
+def ops(django_db_setup, django_db_blocker):
+    """The 10,000-message session, built once for the module (4-5 s a build on Postgres) and committed: the
+    tests here only read it, each in its own rolled-back transaction; purged at the end like a deleted session."""
+    with django_db_blocker.unblock():
+        built = operator_session("ops")
+    yield built
+    with django_db_blocker.unblock():
+        SessionManager().delete("ops")
+        # Nothing of it may outlive the module: later modules count sessions, messages and blocks.
+        assert not Message.objects.filter(session_id="ops").exists()
+        assert not ContextBlockRecord.objects.filter(label__endswith="_ops").exists()
 
 
 @pytest.fixture
@@ -235,4 +245,5 @@ def test_context_block_label_is_one_line_and_fixed_once_saved(admin_client, db):
         {"label": "renamed", "content": "fact 2", "updated_at_0": "2026-01-01", "updated_at_1": "00:00:00"},
     )
     assert response.status_code == 302
-    assert list(ContextBlockRecord.objects.values_list("label", "content")) == [("memory_x", "fact 2")]
+    saved = ContextBlockRecord.objects.filter(label__in=["memory_x", "renamed"])  # the module's session has blocks too
+    assert list(saved.values_list("label", "content")) == [("memory_x", "fact 2")]
