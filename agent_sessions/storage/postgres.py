@@ -207,16 +207,17 @@ def _append_mode(cursor) -> _AppendMode:
 
 
 class ReadCalls(NamedTuple):
-    """The calls of the read functions a database has (migrations 0025, 0026), None for each it
-    lacks (the caller then sends the statement)."""
+    """The calls of the read functions a database has (migrations 0025, 0026, 0027), None for each
+    it lacks (the caller then sends the statement, or reads on)."""
 
     recent: str | None
     path: str | None
+    window: str | None
 
 
 # Asked once per driver connection, as the append's mode is.
 _READ_CALLS: weakref.WeakKeyDictionary[Any, ReadCalls] = weakref.WeakKeyDictionary()
-_READS = (postgres_reads.RECENT, postgres_reads.PATH)  # in ReadCalls order
+_READS = (postgres_reads.RECENT, postgres_reads.PATH, postgres_reads.WINDOW)  # in ReadCalls order
 _READS_SQL = "SELECT " + ", ".join(["to_regprocedure(%s) IS NOT NULL"] * len(_READS))
 
 
@@ -237,6 +238,12 @@ def recent_call(connection) -> str | None:
     """What ``get_recent_history`` sends for its range read: the function's call
     (storage/postgres_reads.py), or None for the statement (a database before migration 0025)."""
     return _read_calls(connection).recent
+
+
+def window_call(connection) -> str | None:
+    """What ``get_recent_history`` sends for a budgeted window's first read: the function's call,
+    or None to read on from a short first range (a database before migration 0027)."""
+    return _read_calls(connection).window
 
 
 def path_call(connection) -> str | None:

@@ -101,10 +101,20 @@ def return_query(sql: str, names: list[str], *, dynamic: bool) -> str:
     """``sql`` (``%s`` placeholders) as a function returns its rows: static, naming the arguments
     ``names`` (its plan kept), or dynamic, with ``$n`` placeholders and a ``USING`` list (planned
     at each call with the values)."""
+    return "RETURN QUERY " + _query(sql, names, dynamic=dynamic)
+
+
+def loop_over(record: str, sql: str, names: list[str], body: str, *, dynamic: bool) -> str:
+    """A ``FOR`` loop running ``body`` on each row of ``sql`` (in ``record``), static or dynamic as
+    in :func:`return_query`; ``body`` may leave early with ``EXIT``, and the scan stops there."""
+    return f"FOR {record} IN {_query(sql, names, dynamic=dynamic)} LOOP\n{body}\nEND LOOP;\n"
+
+
+def _query(sql: str, names: list[str], *, dynamic: bool) -> str:
     if not dynamic:
-        return "RETURN QUERY " + named(sql, names)
+        return named(sql, names)
     numbered = named(sql, [f"${n}" for n in range(1, len(names) + 1)])
-    return f"RETURN QUERY EXECUTE $sql${numbered}$sql$ USING {', '.join(names)}"
+    return f"EXECUTE $sql${numbered}$sql$ USING {', '.join(names)}"
 
 
 def named(sql: str, names: list[str]) -> str:

@@ -1,5 +1,6 @@
-"""Postgres: the two range reads as PL/pgSQL functions, ``agent_sessions_recent`` (migration 0025,
-the recent window) and ``agent_sessions_path`` (0026, the whole path).
+"""Postgres: the range reads as PL/pgSQL functions, ``agent_sessions_recent`` (migration 0025,
+the recent window), ``agent_sessions_path`` (0026, the whole path) and ``agent_sessions_window``
+(0027, a budgeted window's first read, its size found by the server).
 
 ``get_recent_history`` and ``get_history`` read a session's newest rows up to the leaf in one
 statement each (:func:`range_reads.recent_statement`, :func:`range_reads.path_statement`).
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 
 from . import range_reads, walks
 from .ddl import run_on_postgres
-from .postgres_plans import PLANNER_SETTINGS, PRELUDE, return_query
+from .postgres_plans import PLANNER_SETTINGS, PRELUDE, loop_over, return_query
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,8 @@ class ReadFunction:
     args: tuple[tuple[str, str], ...]
     returns: str
     statement: Callable[[bool], tuple[str, list[str]]]
+    rows: Callable[..., str] = return_query
+    """How the body returns the statement's rows (``rows(sql, names, dynamic=...)``): all of them."""
 
     @property
     def signature(self) -> str:
@@ -45,7 +48,7 @@ class ReadFunction:
 
     def _reads(self, *, dynamic: bool) -> str:
         def read(latest: bool) -> str:
-            return return_query(*self.statement(latest), dynamic=dynamic)
+            return self.rows(*self.statement(latest), dynamic=dynamic)
 
         return f"    IF p_leaf_id IS NULL THEN\n      {read(True)};\n    ELSE\n      {read(False)};\n    END IF;\n"
 
@@ -83,7 +86,8 @@ def _leaf(latest: bool) -> str | None:
     return None if latest else "p_leaf_id"
 
 
-RECENT_COLUMNS = "octet_length(m.content), m.content, " + walks.HAS_OVERLAYS
+_BYTES = "octet_length(m.content)"
+RECENT_COLUMNS = _BYTES + ", m.content, " + walks.HAS_OVERLAYS
 """What ``agent_sessions_recent`` returns after each row's ``id, parent_id``: its stored size, its
 content, and (on every row) whether the session has overlays; parameter: the session id."""
 
@@ -97,6 +101,54 @@ RECENT = ReadFunction(
     ),
 )
 """``get_recent_history``'s range read; arguments: the session, the leaf (None: the latest), the row limit."""
+
+_RECENT_OUT = ", ".join(column.split()[0] for column in RECENT.returns.split(", "))
+
+
+ONE_BY_ONE = 64
+"""Rows ``agent_sessions_window`` returns one by one, checking the budget at each (about 1 µs a row
+in PL/pgSQL), before it reads the rest of the window in bulk (one statement, as ``agent_sessions_recent``)."""
+
+
+def _window_rows(sql: str, names: list[str], *, dynamic: bool) -> str:
+    """Return the rows one by one up to the first past ``p_min`` whose running total of bytes exceeds
+    ``p_budget`` (where the walk stops if they are the chain, ``range_reads._recent_suffix``), and
+    stop the scan there.  A window longer than :data:`ONE_BY_ONE` rows reads on in bulk from the
+    last row's parent, as many rows as the sizes so far say the budget holds (an eighth more, and
+    8; ``range_reads._read_on_limit``); if they fall short, the caller reads on again."""
+    rest_sql, rest_names = RECENT.statement(False)
+    rest = [{"p_leaf_id": "v_from", "p_limit": "v_rest"}.get(name, name) for name in rest_names]
+    body = "\n".join(
+        [
+            "    RETURN NEXT;",
+            "    n := n + 1;",
+            "    total := total + bytes;",
+            "    EXIT WHEN n > p_min AND total > p_budget;",
+            f"    IF n >= {ONE_BY_ONE} AND parent_id IS NOT NULL THEN",
+            "      v_from := parent_id;",
+            "      v_rest := GREATEST(p_min - n, (p_budget - total) / GREATEST(1, total / n) + 1);",
+            "      v_rest := LEAST(v_rest + v_rest / 8 + 8, p_limit - n);",
+            "      " + return_query(rest_sql, rest, dynamic=dynamic) + ";",
+            "      RETURN;",
+            "    END IF;",
+        ]
+    )
+    loop = loop_over(_RECENT_OUT, sql, names, body, dynamic=dynamic)
+    declare = ["DECLARE", "  n integer := 0;", "  total bigint := 0;", "  v_from text;", "  v_rest bigint;"]
+    return "\n      ".join([*declare, "BEGIN", *("  " + line for line in loop.splitlines()), "END"])
+
+
+WINDOW = ReadFunction(
+    "agent_sessions_window",
+    (*RECENT.args, ("p_min", "integer"), ("p_budget", "bigint")),
+    RECENT.returns,
+    RECENT.statement,
+    _window_rows,
+)
+"""A budgeted window's first read (no hint of its size in this process): :data:`RECENT`'s rows,
+as many as the server finds the window needs, in one round trip instead of a short read and a
+read on; arguments: :data:`RECENT`'s (the limit caps the rows), the window's minimum of messages,
+its byte budget."""
 
 PATH_COLUMNS = "m.content, " + walks.HAS_OVERLAYS
 """What ``agent_sessions_path`` returns after each row's ``id, parent_id``: its content and (on every
@@ -122,6 +174,16 @@ def install_recent(apps, schema_editor) -> None:
 def uninstall_recent(apps, schema_editor) -> None:
     """Migration 0025's reverse: drop it (reads then send the statement)."""
     run_on_postgres(schema_editor, RECENT.uninstall_sql())
+
+
+def install_window(apps, schema_editor) -> None:
+    """Migration 0027 (``RunPython``): install ``agent_sessions_window`` from this code, on Postgres."""
+    run_on_postgres(schema_editor, WINDOW.install_sql())
+
+
+def uninstall_window(apps, schema_editor) -> None:
+    """Migration 0027's reverse: drop it (a window's first read then reads on)."""
+    run_on_postgres(schema_editor, WINDOW.uninstall_sql())
 
 
 def install_path(apps, schema_editor) -> None:

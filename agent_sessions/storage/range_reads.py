@@ -32,6 +32,10 @@ MAX_LIMIT = 2**31 - 1
 """The most rows one range read asks for: the Postgres function takes its limit as an ``integer``
 (a larger window, possible only with a raised ``MAX_PATH_DEPTH``, is read on)."""
 
+MAX_BUDGET = 2**63 - 1
+"""The largest byte budget the Postgres window function takes (a ``bigint``); any larger one reads as
+far, since no window holds that many bytes."""
+
 _SEQ_BY_ID = "SELECT seq FROM assistant_messages WHERE session_id = %s AND id = %s"
 # The latest leaf as the first arm of walks.LATEST_LEAF alone: when it is not among the newest
 # rows, no leaf means no rows, and the caller walks (with the full lookup).
@@ -194,6 +198,7 @@ def read_recent(
     budget: int,
     max_depth: int,
     call: str | None = None,
+    window_call: str | None = None,
 ) -> list[tuple] | None:
     """The rows the recent-suffix walk (``walks.recent_cte``) would return, as ``(n, total, *rest)``
     with ``columns`` = ``bytes, *rest``, read as the newest rows up to the leaf, then on from the
@@ -204,15 +209,23 @@ def read_recent(
 
     Without a budget the walk stops at row ``min_recent``, so ``min_recent`` + 1 rows are read.
     With one, as many as the window held last time (:data:`WINDOW_HINTS`), at least ``min_recent``,
-    and ``SLACK`` more."""
+    and ``SLACK`` more; with no hint, ``window_call`` (its arguments ``call``'s, the minimum and
+    the budget; ``storage.postgres_reads``) reads the rows up to the window's stop at once."""
     key = (session_id, leaf_id, min_recent, budget)
     hinted = WINDOW_HINTS.get(key) if budget else 0
     limit = max(min_recent, hinted) + SLACK if budget else min_recent + 1
     expected = leaf_id
     rows: list[Sequence[Any]] = []
+    sized = window_call is not None and budget and not hinted
+    if sized:
+        limit = max_depth + 1  # at most; the server stops at the window's end
     while True:
         limit = min(limit, MAX_LIMIT)
-        if call is not None:
+        if sized and window_call is not None:
+            sizes = [min(min_recent, MAX_LIMIT), min(budget, MAX_BUDGET)]
+            more = fetch(window_call, [session_id, expected, limit, *sizes])
+            sized = False
+        elif call is not None:
             more = fetch(call, [session_id, expected, limit])
         else:
             sql = recent_statement(vendor, columns, latest=expected is None)

@@ -108,6 +108,10 @@ def recent_call(connection) -> None:
     """SQLite has no stored functions: ``get_recent_history`` sends its statement (see postgres.py)."""
 
 
+def window_call(connection) -> None:
+    """SQLite has no stored functions: a budgeted window's first read reads on (in-process, cheap)."""
+
+
 def path_call(connection) -> None:
     """SQLite has no stored functions: ``get_history`` reads the leaf, then the range."""
 
