@@ -200,7 +200,8 @@ ALLOWED: dict[str, dict[str, str]] = {
         "COUNTING": "module constant: the SET clause of triggers.COUNTED_BY_APPEND",
     },
     "storage/postgres_reads.py": {
-        "self.name": "ReadFunction.name: the module constants RECENT and PATH",
+        "self.name": "ReadFunction.name: the module constants RECENT, PATH and WINDOW",
+        "ONE_BY_ONE": "module constant: an int",
         "', '.join(['%s'] * len(self.args))": "'%s, %s, …' only",
         "args": "install_sql(): the module constants' argument names and types",
         "self.returns": "ReadFunction.returns: the module constants' column lists",
