@@ -340,7 +340,7 @@ class DjangoSessionProvider:
             budget=budget,
             max_depth=conf.max_path_depth(),
             call=read_with_retry(self.using, lambda: backend.recent_call(connection)),
-            window_call=read_with_retry(self.using, lambda: backend.window_call(connection)),
+            window_call=read_with_retry(self.using, lambda: backend.window_call(connection)) if budget else None,
         )
         if rows is None:  # the newest rows up to the leaf are not its chain: walk
             rows = self._walk_recent(leaf_id, min_recent, budget)
