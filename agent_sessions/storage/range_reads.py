@@ -216,15 +216,15 @@ def read_recent(
     limit = max(min_recent, hinted) + SLACK if budget else min_recent + 1
     expected = leaf_id
     rows: list[Sequence[Any]] = []
-    sized = window_call is not None and budget and not hinted
-    if sized:
+    sized_call = window_call if budget and not hinted else None
+    if sized_call is not None:
         limit = max_depth + 1  # at most; the server stops at the window's end
     while True:
         limit = min(limit, MAX_LIMIT)
-        if sized and window_call is not None:
+        if sized_call is not None:
             sizes = [min(min_recent, MAX_LIMIT), min(budget, MAX_BUDGET)]
-            more = fetch(window_call, [session_id, expected, limit, *sizes])
-            sized = False
+            more = fetch(sized_call, [session_id, expected, limit, *sizes])
+            sized_call = None  # a read on, if any, is a plain range read
         elif call is not None:
             more = fetch(call, [session_id, expected, limit])
         else:
