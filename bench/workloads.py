@@ -456,12 +456,13 @@ def _first_read(session: Any, *, sized: bool = True) -> Any:
     range_reads.WINDOW_HINTS.clear()
     if sized:
         return session.get_recent_history(max_content_bytes=WINDOW_BYTES)
-    window_call = postgres.window_call
-    postgres.window_call = lambda connection: None  # the database taken to lack the function
+    read_calls = postgres.read_calls
+    # The database taken to lack the function.
+    postgres.read_calls = lambda connection: read_calls(connection)._replace(window=None)
     try:
         return session.get_recent_history(max_content_bytes=WINDOW_BYTES)
     finally:
-        postgres.window_call = window_call
+        postgres.read_calls = read_calls
 
 
 DEPTHS = (10, 100, 1_000, 2_500, 5_000, 10_000)

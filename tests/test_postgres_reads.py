@@ -19,7 +19,7 @@ from agent_sessions.storage import postgres, postgres_plans, postgres_reads, ran
 from tests.conftest import msg
 from tests.support.pg import analyze_with_rows_elsewhere, messages_partitioned
 from tests.support.queries import sent as _sent
-from tests.test_range_reads import _walked
+from tests.support.queries import walked as _walked
 
 pytestmark = [pytest.mark.postgres_only, pytest.mark.django_db]
 
@@ -35,7 +35,7 @@ _WINDOWS = [
 def _by_statement(fn):
     """What ``fn`` returns when this connection's database is taken to have no function."""
     raw = connection.connection
-    postgres._READ_CALLS[raw] = postgres.ReadCalls(recent=None, path=None, window=None)
+    postgres._READ_CALLS[raw] = range_reads.NO_CALLS
     try:
         return fn()
     finally:
@@ -242,7 +242,7 @@ def test_a_database_without_the_functions_reads_by_the_statements(session_id):
         window = {"max_content_bytes": 0, "min_recent_messages": 3}
         sent = _sent(lambda: session.get_recent_history(**window))
         assert sent == [range_reads.recent_statement("postgresql", postgres_reads.RECENT_COLUMNS, latest=True)]
-        assert postgres._READ_CALLS[raw] == postgres.ReadCalls(recent=None, path=None, window=None)
+        assert postgres._READ_CALLS[raw] == range_reads.NO_CALLS
         assert [m["id"] for m in session.get_recent_history(**window).messages] == ["m7", "m8", "m9"]
         assert [m["id"] for m in session.get_recent_history("m5", **window).messages] == ["m3", "m4", "m5"]
         budgeted = _sent(lambda: session.get_recent_history(max_content_bytes=10**9))  # a first read reads on

@@ -20,19 +20,10 @@ from agent_sessions import InvalidMessage, Session, SessionManager
 from agent_sessions.storage import postgres, range_reads, walks
 from tests.conftest import msg
 from tests.support.queries import sent as _sent
+from tests.support.queries import walked
 
 pytestmark = pytest.mark.django_db
 _EXAMPLES = itertools.count()
-
-
-def _walked(session, method: str, *args, **kwargs):
-    """What ``method`` returns when the range reads are never tried (the SQL walks alone)."""
-    originals = range_reads.read_path, range_reads.read_recent
-    range_reads.read_path = range_reads.read_recent = lambda *a, **k: None
-    try:
-        return getattr(session, method)(*args, **kwargs)
-    finally:
-        range_reads.read_path, range_reads.read_recent = originals
 
 
 def _foreign_row(session_id: str, mid: str, parent: str | None, depth: int | None) -> None:
@@ -52,7 +43,7 @@ def test_a_linear_session_is_read_without_the_walk(session, is_postgres):
     assert [m["id"] for m in session.get_history()] == [f"m{i}" for i in range(30)]
     assert not any("RECURSIVE" in sql for sql in sent), sent
     assert len(sent) == (1 if is_postgres else 2), sent  # SQLite looks the leaf up first (in-process)
-    assert session.get_history("m9") == _walked(session, "get_history", "m9")
+    assert session.get_history("m9") == walked(session, "get_history", "m9")
     assert [m["id"] for m in session.get_history("m9")] == [f"m{i}" for i in range(10)]
 
 
@@ -63,7 +54,7 @@ def test_a_linear_session_with_an_overlay_is_read_as_a_range_with_the_overlay_ap
     session.add_compaction("summary of m3..m10", "m3", "m10")
     sent = _sent(session.get_history)
     history = session.get_history()
-    assert history == _walked(session, "get_history")
+    assert history == walked(session, "get_history")
     assert [m["id"] for m in history][:3] == ["m0", "m1", "m2"]
     assert "summary of m3..m10" in json.dumps(history[3])
     assert [m["id"] for m in history][4:] == [f"m{i}" for i in range(11, 30)]
@@ -85,11 +76,11 @@ def test_the_newest_messages_of_a_linear_session_are_read_without_the_walk(sessi
     recent = session.get_recent_history(max_content_bytes=0, min_recent_messages=50)
     assert [m["id"] for m in recent.messages] == [f"m{i}" for i in range(30, 80)]
     assert recent.truncated
-    assert recent == _walked(session, "get_recent_history", max_content_bytes=0, min_recent_messages=50)
+    assert recent == walked(session, "get_recent_history", max_content_bytes=0, min_recent_messages=50)
     everything = session.get_recent_history(max_content_bytes=10**9, min_recent_messages=1)
     assert len(everything.messages) == 80  # past the first range: read on from its oldest row's parent
     assert not everything.truncated
-    assert everything == _walked(session, "get_recent_history", max_content_bytes=10**9, min_recent_messages=1)
+    assert everything == walked(session, "get_recent_history", max_content_bytes=10**9, min_recent_messages=1)
 
 
 def first_budgeted_reads() -> int:
@@ -110,7 +101,7 @@ def test_a_window_within_a_byte_budget_reads_on_as_ranges_instead_of_walking(ses
         assert not any("RECURSIVE" in sql for sql in sent), (budget, sent)
         assert len(sent) == (1 if budget == 0 else first_budgeted_reads()), (budget, sent)
         recent = session.get_recent_history(**window)
-        assert recent == _walked(session, "get_recent_history", **window), budget
+        assert recent == walked(session, "get_recent_history", **window), budget
         assert recent.total_content_bytes <= budget or len(recent.messages) == 1
     assert len(session.get_recent_history(max_content_bytes=20_000).messages) > 100
 
@@ -135,7 +126,7 @@ def test_the_next_read_of_a_window_asks_for_as_many_rows_as_it_held(session):
     recent = session.get_recent_history(**window)
     assert recent.messages[-1]["id"] == "big"
     assert len(recent.messages) < held
-    assert recent == _walked(session, "get_recent_history", **window)
+    assert recent == walked(session, "get_recent_history", **window)
     # Other windows of the same session keep their own hints; a window without a budget needs none.
     assert len(_sent(lambda: session.get_recent_history("m200", **window))) == first_budgeted_reads()
     assert len(_sent(lambda: session.get_recent_history(max_content_bytes=0, min_recent_messages=40))) == 1
@@ -158,7 +149,8 @@ def test_older_rows_that_keep_growing_cost_a_few_more_reads_not_one_per_row(sess
     # Each message 3 % smaller than the next: the newer rows read make older ones look bigger than
     # they are, and each estimate of how many rows the budget holds falls short.  Reading on is what
     # is tested, so Postgres is kept from sizing the first read itself (agent_sessions_window).
-    monkeypatch.setattr(postgres, "window_call", lambda connection: None)
+    read_calls = postgres.read_calls
+    monkeypatch.setattr(postgres, "read_calls", lambda connection: read_calls(connection)._replace(window=None))
     for i in range(300):
         session.append_message(msg(f"m{i}", text="x" * int(4_000 * 0.97 ** (299 - i))))
     window = {"max_content_bytes": 145_000, "min_recent_messages": 1}
@@ -166,7 +158,7 @@ def test_older_rows_that_keep_growing_cost_a_few_more_reads_not_one_per_row(sess
     assert not any("RECURSIVE" in sql for sql in sent), sent
     assert 2 < len(sent) <= 5, sent  # each read takes at least as many rows as all before it (else 12)
     recent = session.get_recent_history(**window)
-    assert recent == _walked(session, "get_recent_history", **window)
+    assert recent == walked(session, "get_recent_history", **window)
     assert 150 < len(recent.messages) < 300, len(recent.messages)
     assert recent.truncated
 
@@ -184,12 +176,12 @@ def test_reading_on_stops_at_the_depth_limit_and_hands_a_branch_to_the_walk(sess
         assert not any("RECURSIVE" in sql for sql in sent), sent
         recent = session.get_recent_history(**everything)
         assert [m["id"] for m in recent.messages] == [f"m{i}" for i in range(69, 100)]
-        assert recent == _walked(session, "get_recent_history", **everything)
+        assert recent == walked(session, "get_recent_history", **everything)
     sent = _sent(lambda: session.get_recent_history(**everything))
     assert "RECURSIVE" in sent[-1], sent  # read on into the branch: the walk
     recent = session.get_recent_history(**everything)
     assert [m["id"] for m in recent.messages] == [f"m{i}" for i in range(100)]
-    assert recent == _walked(session, "get_recent_history", **everything)
+    assert recent == walked(session, "get_recent_history", **everything)
 
 
 def test_a_window_larger_than_a_range_read_can_ask_for_is_still_read(session):
@@ -210,7 +202,7 @@ def test_a_row_that_is_its_own_parent_is_left_to_the_walk(session, session_id):
     with override_settings(AGENT_SESSIONS_MAX_PATH_DEPTH=20):  # the walk goes round until this limit
         sent = _sent(lambda: session.get_recent_history("self", **everything))
         assert "RECURSIVE" in sent[-1], sent
-        assert session.get_recent_history("self", **everything) == _walked(
+        assert session.get_recent_history("self", **everything) == walked(
             session, "get_recent_history", "self", **everything
         )
 
@@ -222,11 +214,11 @@ def test_a_regenerated_reply_sends_the_recent_window_to_the_walk(session):
     window = {"max_content_bytes": 0, "min_recent_messages": 3}
     recent = session.get_recent_history(**window)
     assert [m["id"] for m in recent.messages] == ["m6", "m7", "retry"]
-    assert recent == _walked(session, "get_recent_history", **window)
+    assert recent == walked(session, "get_recent_history", **window)
     assert [m["id"] for m in session.get_recent_history("m9", **window).messages] == ["m7", "m8", "m9"]
 
 
-def test_a_branching_session_is_walked(session):
+def test_a_branching_session_iswalked(session):
     session.append_message(msg("root"))
     for i in range(40):  # every message has a sibling: half the rows are off any path
         session.append_message(msg(f"a{i}"), "root" if i == 0 else f"a{i - 1}")
@@ -243,16 +235,16 @@ def test_a_few_regenerated_replies_still_read_as_a_range(session):
     sent = _sent(session.get_history)
     assert not any("RECURSIVE" in sql for sql in sent), sent
     assert [m["id"] for m in session.get_history()] == [*(f"m{i}" for i in range(99)), "retry"]
-    assert session.get_history("m99") == _walked(session, "get_history", "m99")
+    assert session.get_history("m99") == walked(session, "get_history", "m99")
 
 
-def test_rows_a_range_cannot_settle_are_walked(session, session_id):
+def test_rows_a_range_cannot_settle_arewalked(session, session_id):
     for i in range(5):
         session.append_message(msg(f"m{i}"))
     # A child stored before its parent, with a depth that passes the gate.
     _foreign_row(session_id, "late-child", "late-parent", 7)
     _foreign_row(session_id, "late-parent", "m4", 6)
-    assert session.get_history("late-child") == _walked(session, "get_history", "late-child")
+    assert session.get_history("late-child") == walked(session, "get_history", "late-child")
     assert [m["id"] for m in session.get_history("late-child")][-2:] == ["late-parent", "late-child"]
     # A parent that is not stored, and a cycle.
     _foreign_row(session_id, "orphan", "nowhere", 1)
@@ -260,12 +252,12 @@ def test_rows_a_range_cannot_settle_are_walked(session, session_id):
     _foreign_row(session_id, "cyc-a", "cyc-b", 2)
     _foreign_row(session_id, "cyc-b", "cyc-a", 3)
     with override_settings(AGENT_SESSIONS_MAX_PATH_DEPTH=20):  # the walk goes round until this limit
-        assert session.get_history("cyc-b") == _walked(session, "get_history", "cyc-b")
+        assert session.get_history("cyc-b") == walked(session, "get_history", "cyc-b")
         assert len(session.get_history("cyc-b")) == 21
     # No depth at all (the seed's own writer): the walk.
     _foreign_row(session_id, "no-depth", "m4", None)
-    assert session.get_history("no-depth") == _walked(session, "get_history", "no-depth")
-    assert session.get_history() == _walked(session, "get_history")
+    assert session.get_history("no-depth") == walked(session, "get_history", "no-depth")
+    assert session.get_history() == walked(session, "get_history")
 
 
 def test_a_latest_leaf_older_than_the_newest_rows_is_found_by_the_walk(session, session_id):
@@ -281,10 +273,10 @@ def test_a_latest_leaf_older_than_the_newest_rows_is_found_by_the_walk(session, 
     assert any("RECURSIVE" in sql for sql in sent), sent
     history = session.get_history()
     assert [m["id"] for m in history] == ["m0", "m1", "m2", *(f"c{i}" for i in range(10))]
-    assert history == _walked(session, "get_history")
+    assert history == walked(session, "get_history")
     recent = session.get_recent_history(**window)
     assert [m["id"] for m in recent.messages] == ["c6", "c7", "c8", "c9"]
-    assert recent == _walked(session, "get_recent_history", **window)
+    assert recent == walked(session, "get_recent_history", **window)
     # The client's own leaf lookups fall back to the whole session too.
     assert session.get_latest_leaf()["id"] == "c9"
     assert session.get_path_length() == 13
@@ -342,13 +334,13 @@ def test_range_reads_equal_the_walk_on_random_trees(session_id, ops, windows):
             session.append_message(msg(f"n{n}"))
             ids.append(f"n{n}")
     for leaf in [None, *ids]:
-        assert session.get_history(leaf) == _walked(session, "get_history", leaf), leaf
+        assert session.get_history(leaf) == walked(session, "get_history", leaf), leaf
         for least, budget in windows:
             recent = {"max_content_bytes": budget, "min_recent_messages": least}
-            assert session.get_recent_history(leaf, **recent) == _walked(
+            assert session.get_recent_history(leaf, **recent) == walked(
                 session, "get_recent_history", leaf, **recent
             ), (leaf, least, budget)
-        assert session.storage.get_raw_path(leaf) == _walked(session.storage, "get_raw_path", leaf), leaf
+        assert session.storage.get_raw_path(leaf) == walked(session.storage, "get_raw_path", leaf), leaf
 
 
 def test_a_deleted_id_whose_children_stayed_cannot_be_stored_again(session):

@@ -242,7 +242,7 @@ class DjangoSessionProvider:
             [],
             conf.max_path_depth(),
             once=(HAS_OVERLAYS, [self.session_id]),
-            call=read_with_retry(self.using, lambda: backend.path_call(connection)),
+            call=read_with_retry(self.using, lambda: backend.read_calls(connection)).path,
         )
 
     def get_raw_path(self, leaf_id: str | None = None) -> list[dict]:
@@ -329,6 +329,7 @@ class DjangoSessionProvider:
         budget = int(max_content_bytes)
         connection = self.connection
         backend = backends.for_vendor(connection.vendor)
+        calls = read_with_retry(self.using, lambda: backend.read_calls(connection))
         rows = range_reads.read_recent(
             self._fetchall,
             connection.vendor,
@@ -339,8 +340,8 @@ class DjangoSessionProvider:
             min_recent=min_recent,
             budget=budget,
             max_depth=conf.max_path_depth(),
-            call=read_with_retry(self.using, lambda: backend.recent_call(connection)),
-            window_call=read_with_retry(self.using, lambda: backend.window_call(connection)) if budget else None,
+            call=calls.recent,
+            window_call=calls.window,
         )
         if rows is None:  # the newest rows up to the leaf are not its chain: walk
             rows = self._walk_recent(leaf_id, min_recent, budget)

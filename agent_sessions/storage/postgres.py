@@ -11,7 +11,7 @@ import select
 import weakref
 from collections.abc import Iterable
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any, NamedTuple
+from typing import Any
 
 from django.db import transaction
 
@@ -19,6 +19,7 @@ from .. import conf
 from ..search import tsquery
 from ..search.run import Searcher
 from . import appends, bare_reads, postgres_append, postgres_reads
+from .range_reads import ReadCalls
 
 vendor = "postgresql"
 
@@ -206,22 +207,16 @@ def _append_mode(cursor) -> _AppendMode:
     return mode
 
 
-class ReadCalls(NamedTuple):
-    """The calls of the read functions a database has (migrations 0025, 0026, 0027), None for each
-    it lacks (the caller then sends the statement, or reads on)."""
-
-    recent: str | None
-    path: str | None
-    window: str | None
-
-
-# Asked once per driver connection, as the append's mode is.
+# Which read functions a database has is asked once per driver connection, as the append's mode is.
 _READ_CALLS: weakref.WeakKeyDictionary[Any, ReadCalls] = weakref.WeakKeyDictionary()
 _READS = (postgres_reads.RECENT, postgres_reads.PATH, postgres_reads.WINDOW)  # in ReadCalls order
 _READS_SQL = "SELECT " + ", ".join(["to_regprocedure(%s) IS NOT NULL"] * len(_READS))
 
 
-def _read_calls(connection) -> ReadCalls:
+def read_calls(connection) -> ReadCalls:
+    """What ``get_history`` and ``get_recent_history`` send for their range reads: each read
+    function's call (storage/postgres_reads.py), or None for one the database lacks (before
+    migrations 0025, 0026, 0027): the statement is sent instead, or a window's first read reads on."""
     with connection.wrap_database_errors:
         connection.ensure_connection()
         raw = connection.connection
@@ -232,24 +227,6 @@ def _read_calls(connection) -> ReadCalls:
                 *(read.call if has else None for read, has in zip(_READS, found, strict=True))
             )
         return calls
-
-
-def recent_call(connection) -> str | None:
-    """What ``get_recent_history`` sends for its range read: the function's call
-    (storage/postgres_reads.py), or None for the statement (a database before migration 0025)."""
-    return _read_calls(connection).recent
-
-
-def window_call(connection) -> str | None:
-    """What ``get_recent_history`` sends for a budgeted window's first read: the function's call,
-    or None to read on from a short first range (a database before migration 0027)."""
-    return _read_calls(connection).window
-
-
-def path_call(connection) -> str | None:
-    """What ``get_history`` sends for its range read: the function's call, or None for the
-    statement (a database before migration 0026)."""
-    return _read_calls(connection).path
 
 
 def _compile(cursor, query, target, filters):

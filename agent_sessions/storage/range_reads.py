@@ -36,6 +36,20 @@ MAX_BUDGET = 2**63 - 1
 """The largest byte budget the Postgres window function takes (a ``bigint``); any larger one reads as
 far, since no window holds that many bytes."""
 
+
+class ReadCalls(NamedTuple):
+    """The calls of the stored functions a database offers for these reads (Postgres, migrations
+    0025-0027: ``storage.postgres_reads``), None for each it lacks: the caller then sends the
+    statement, or, for a window's first read, reads on."""
+
+    recent: str | None
+    path: str | None
+    window: str | None
+
+
+NO_CALLS = ReadCalls(recent=None, path=None, window=None)
+"""What a database without the functions (SQLite, or Postgres before migration 0025) offers."""
+
 _SEQ_BY_ID = "SELECT seq FROM assistant_messages WHERE session_id = %s AND id = %s"
 # The latest leaf as the first arm of walks.LATEST_LEAF alone: when it is not among the newest
 # rows, no leaf means no rows, and the caller walks (with the full lookup).

@@ -20,6 +20,7 @@ from .. import triggers
 from ..search import fts5, plan
 from ..search.run import Searcher
 from . import appends, bare_reads
+from .range_reads import NO_CALLS, ReadCalls
 
 vendor = "sqlite"
 
@@ -104,16 +105,10 @@ def inserted_rows(cursor) -> int:
     return cursor.fetchone()[0]
 
 
-def recent_call(connection) -> None:
-    """SQLite has no stored functions: ``get_recent_history`` sends its statement (see postgres.py)."""
-
-
-def window_call(connection) -> None:
-    """SQLite has no stored functions: a budgeted window's first read reads on (in-process, cheap)."""
-
-
-def path_call(connection) -> None:
-    """SQLite has no stored functions: ``get_history`` reads the leaf, then the range."""
+def read_calls(connection) -> ReadCalls:
+    """SQLite has no stored functions: ``get_history`` reads the leaf, then the range;
+    ``get_recent_history`` sends its statement, and a window's first read reads on (in-process, cheap)."""
+    return NO_CALLS
 
 
 def lock_session(cursor, session_id: str) -> None:
