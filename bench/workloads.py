@@ -107,6 +107,13 @@ class Raw:
             self.conn.executemany(insert, rows)
             self.conn.execute("COMMIT")
 
+    def plans(self) -> str:
+        """How Postgres ran this connection's prepared statements so far: generic and custom plans."""
+        generic, custom = self.execute(
+            "SELECT coalesce(sum(generic_plans), 0), coalesce(sum(custom_plans), 0) FROM pg_prepared_statements"
+        ).fetchone()
+        return f"{generic} generic, {custom} custom"
+
     def leaf(self, session_id: str) -> str:
         return self.execute(walks.LATEST_LEAF, walks.latest_leaf_params(session_id)).fetchone()[0]
 
@@ -259,10 +266,13 @@ def own_connection(alias: str, tag: str, **options: Any) -> str:
     return name
 
 
-def prepared_connection(alias: str, tag: str) -> str:
+def prepared_connection(alias: str, tag: str, **options: Any) -> str:
     """:func:`own_connection` with the shipped prepared-statement options (docs/operations.md):
     psycopg's default threshold, as a plain psycopg connection (the langchain peer's) prepares."""
-    return own_connection(alias, tag, **settings.PREPARED_STATEMENTS_OPTIONS)
+    return own_connection(alias, tag, **settings.PREPARED_STATEMENTS_OPTIONS, **options)
+
+
+GENERIC = "force_generic_plan"
 
 
 class Neutral:
@@ -411,6 +421,13 @@ def history_reads(alias: str, database: str, n: int, peers: list, rounds: int) -
             max_content_bytes=0, min_recent_messages=50
         )
         last["raw range scan, prepared statements"] = lambda: raw_prepared.recent_range(sid, 50)
+        # Whether that statement runs a plan built once (generic) or one planned at each call
+        # (custom) is Postgres's choice, and it follows the table: a generic plan with the one
+        # session of a workload-3-only run, custom plans (0.08 ms more) among a whole run's 17
+        # (bench/README, twenty-first round).  The floor a prepared range scan can reach is timed
+        # too, on a connection that always keeps the generic plan, as our functions do.
+        raw_generic = Raw(prepared_connection(alias, "raw-generic", options=f"-c plan_cache_mode={GENERIC}"))
+        last[f"raw range scan, prepared, {GENERIC}"] = lambda: raw_generic.recent_range(sid, 50)
     # A window cut by a byte budget, as an agent fits its prompt: how many messages it holds
     # depends on their sizes, so the references read the number ours returned.
     held = len(session.get_recent_history(max_content_bytes=WINDOW_BYTES).messages)
@@ -433,9 +450,14 @@ def history_reads(alias: str, database: str, n: int, peers: list, rounds: int) -
         whole[peer.name] = peer.history
         if peer.recent(50) is not None:
             last[peer.name] = lambda peer=peer: peer.recent(50)
+    recent = _interleaved_results("3b. last 50 (get_recent_history)", database, last, max(rounds, QUICK_ROUNDS))
+    if connections[alias].vendor == "postgresql":
+        for result in recent:
+            if result.impl == "raw range scan, prepared statements":
+                result.extra["plans"] = raw_prepared.plans()
     return [
         *_interleaved_results("3a. history of the whole path", database, whole, rounds),
-        *_interleaved_results("3b. last 50 (get_recent_history)", database, last, max(rounds, QUICK_ROUNDS)),
+        *recent,
         *_interleaved_results(
             f"3d. recent window within {WINDOW_BYTES:,} bytes ({held} msgs)",
             database,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -44,8 +45,12 @@ def test_bench_smoke_runs_every_workload(tmp_path):
     assert "recent window within a byte budget ÷ raw range scan" in proc.stdout
     if settings.DB == "postgres":  # the last-50 read also on prepared-statement connections, with its goal row
         last50 = {r["impl"] for r in rows if r["workload"].startswith("3b.")}
-        assert {"ours, prepared statements", "raw range scan, prepared statements"} <= last50
+        generic = "raw range scan, prepared, force_generic_plan"
+        assert {"ours, prepared statements", "raw range scan, prepared statements", generic} <= last50
         assert "(raw range scan, prepared statements)" in proc.stdout
+        assert f"({generic})" in proc.stdout  # the floor a prepared range scan reaches, with its goal row
+        plans = [r["extra"].get("plans", "") for r in rows if r["impl"] == "raw range scan, prepared statements"]
+        assert re.fullmatch(r"\d+ generic, \d+ custom", plans[0]), plans  # which plans Postgres chose
         appends = {r["impl"] for r in rows if r["workload"].startswith("1.")}
         assert "ours, SessionManager.append, prepared" in appends  # the manager with server-bound parameters
         assert "(ours, prepared statements)" in proc.stdout  # ... and its goal row
