@@ -4,22 +4,14 @@ upgrade from migration 0006, and ``partition_tables`` converting a filled databa
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import tempfile
-import uuid
-from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
-from django.conf import settings
 from django.core.management import CommandError, call_command
 from django.db import IntegrityError, connection, transaction
 
 from agent_sessions.models import Compaction
+from tests.support.scratch import run_with, scratch_database
 
-ROOT = Path(__file__).resolve().parent.parent
 GROWING = ("assistant_messages", "assistant_compactions")
 
 
@@ -83,48 +75,8 @@ def test_pk_lookups_use_seq_as_before(session, build):
     assert Message.objects.filter(pk__in=[row.pk]).count() == 1
 
 
-@contextmanager
-def _scratch_database():
-    """A fresh, empty database of the current vendor; yields its DATABASE_URL."""
-    if settings.DB != "postgres":
-        with tempfile.TemporaryDirectory(prefix="agent-sessions-keys-") as tmp:
-            yield f"sqlite:///{tmp}/db.sqlite3"
-        return
-    import psycopg
-
-    default = settings.DATABASES["default"]
-    params = dict(host=default["HOST"], port=default["PORT"], user=default["USER"])
-    name = f"agent_sessions_keys_{uuid.uuid4().hex[:8]}"
-    admin = psycopg.connect(dbname="postgres", autocommit=True, **params)
-    admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield f"postgres://{params['user']}@{params['host']}:{params['port']}/{name}"
-    finally:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.close()
-
-
-def _run(url: str, *args: str) -> str:
-    env = dict(os.environ, DATABASE_URL=url, DJANGO_SETTINGS_MODULE="project.settings", PYTHONPATH=str(ROOT))
-    env.pop("AGENT_SESSIONS_DB_NAME", None)
-    done = subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
-
-
-def migration_steps(script: str, targets: tuple[str, ...]) -> list[str]:
-    """On a scratch database, migrate agent_sessions to each target in turn and run ``script``
-    (``python -c``, its argument ``m<step>``) after each; its outputs, stripped."""
-    outputs = []
-    with _scratch_database() as url:
-        for i, target in enumerate(targets):
-            _run(url, "manage.py", "migrate", "agent_sessions", target, "--noinput", "-v0")
-            outputs.append(_run(url, "-c", script, f"m{i}").strip())
-    return outputs
-
-
 def _state(url: str, mode: str) -> dict:
-    return json.loads(_run(url, "-m", "tests.support.keys_fill", mode).strip().splitlines()[-1])
+    return json.loads(run_with(url, "-m", "tests.support.keys_fill", mode).strip().splitlines()[-1])
 
 
 def _expected_reads(state: dict) -> None:
@@ -148,16 +100,16 @@ def _expected_reads(state: dict) -> None:
 
 def test_keys_upgrade_of_a_filled_database_keeps_rows_order_and_reads():
     """Filled with the library as it is just before migration 0010 (the keys), then migrated forward."""
-    with _scratch_database() as url:
-        _run(url, "manage.py", "migrate", "agent_sessions", "0009", "--noinput", "-v0")
+    with scratch_database() as url:
+        run_with(url, "manage.py", "migrate", "agent_sessions", "0009", "--noinput", "-v0")
         before = _state(url, "fill")
         _expected_reads(before)
-        _run(url, "manage.py", "migrate", "--noinput", "-v0")
+        run_with(url, "manage.py", "migrate", "--noinput", "-v0")
         after = _state(url, "read")
         assert after == before  # same rows, same seq values and order, same reads
         assert len(after["rows"]) == 3 * 8 + 2
         # New rows still get the next seq, from the database's own default.
-        appended = _run(
+        appended = run_with(
             url,
             "-c",
             "import django, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'project.settings'); django.setup()\n"
@@ -176,27 +128,27 @@ def _partition_count(url: str, table: str) -> int:
         f"c.execute(\"SELECT count(*) FROM pg_inherits WHERE inhparent = '{table}'::regclass\")\n"
         "print(c.fetchone()[0])"
     )
-    return int(_run(url, "-c", code).strip())
+    return int(run_with(url, "-c", code).strip())
 
 
 @pytest.mark.postgres_only  # hash partitioning is PostgreSQL's
 def test_partition_tables_converts_a_filled_database_in_place():
-    with _scratch_database() as url:
-        _run(url, "manage.py", "migrate", "--noinput", "-v0")
+    with scratch_database() as url:
+        run_with(url, "manage.py", "migrate", "--noinput", "-v0")
         before = _state(url, "fill")
         _expected_reads(before)
-        out = _run(url, "manage.py", "partition_tables", "--partitions", "4", "--no-progress")
+        out = run_with(url, "manage.py", "partition_tables", "--partitions", "4", "--no-progress")
         assert "assistant_messages: partitioned by hash of session_id into 4 partitions" in out
         assert _partition_count(url, "assistant_messages") == 4
         assert _partition_count(url, "assistant_compactions") == 4
         assert _state(url, "read") == before
-        again = _run(url, "manage.py", "partition_tables", "--partitions", "4", "--no-progress")
+        again = run_with(url, "manage.py", "partition_tables", "--partitions", "4", "--no-progress")
         assert "assistant_messages: already partitioned" in again
-        _run(url, "manage.py", "partition_tables", "--partitions", "16", "--no-progress")
+        run_with(url, "manage.py", "partition_tables", "--partitions", "16", "--no-progress")
         assert _partition_count(url, "assistant_messages") == 16
         after = _state(url, "read")
         assert after == before
-        appended = _run(
+        appended = run_with(
             url,
             "-c",
             "import django, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'project.settings'); django.setup()\n"
@@ -213,8 +165,8 @@ def test_partition_tables_converts_a_filled_database_in_place():
 
 @pytest.mark.postgres_only  # hash partitioning is PostgreSQL's
 def test_partition_tables_keeps_triggers_and_their_comments():
-    with _scratch_database() as url:
-        _run(url, "manage.py", "migrate", "--noinput", "-v0")
+    with scratch_database() as url:
+        run_with(url, "manage.py", "migrate", "--noinput", "-v0")
         setup = (
             "import django, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'project.settings'); django.setup()\n"
             "from django.db import connection\nc = connection.cursor()\n"
@@ -224,8 +176,8 @@ def test_partition_tables_keeps_triggers_and_their_comments():
             "FOR EACH ROW EXECUTE FUNCTION keys_test_upper()')\n"
             "c.execute(\"COMMENT ON TRIGGER keys_test_upper ON assistant_messages IS 'hash:abc'\")\n"
         )
-        _run(url, "-c", setup)
-        _run(url, "manage.py", "partition_tables", "--partitions", "4", "--no-progress")
+        run_with(url, "-c", setup)
+        run_with(url, "manage.py", "partition_tables", "--partitions", "4", "--no-progress")
         check = (
             "import django, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'project.settings'); django.setup()\n"
             "from django.db import connection\nfrom agent_sessions import Session\nc = connection.cursor()\n"
@@ -235,7 +187,7 @@ def test_partition_tables_keeps_triggers_and_their_comments():
             "c.execute(\"SELECT obj_description(oid, 'pg_trigger') FROM pg_trigger WHERE tgname = 'keys_test_upper' "
             "AND tgrelid = 'assistant_messages'::regclass\")\nprint(c.fetchone()[0])"
         )
-        assert _run(url, "-c", check).split() == ["USER", "hash:abc"]
+        assert run_with(url, "-c", check).split() == ["USER", "hash:abc"]
 
 
 @pytest.mark.django_db

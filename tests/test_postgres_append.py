@@ -220,7 +220,7 @@ _APPEND_AND_COUNT = (
 def test_each_migration_step_counts_an_append_once():
     """Migration 0021 moves the count of the function's row from the trigger to the function, both
     in one step: stopped before it, after it, or gone back, every append is counted once."""
-    from tests.test_keys import migration_steps
+    from tests.support.scratch import migration_steps
 
     assert migration_steps(_APPEND_AND_COUNT, ("0020", "0021", "0020")) == ["1 1", "2 2", "3 3"]
 
@@ -320,7 +320,7 @@ def test_migration_0024_gives_the_function_the_stamp_both_ways():
     """0024 replaces the function with one that takes the manager's stamp.  Before it (or gone back),
     the code sends the stamp after the call; after it, with the call.  Code that predates it (a
     call without the stamp) keeps working across the step, and every append is counted once."""
-    from tests.test_keys import migration_steps
+    from tests.support.scratch import migration_steps
 
     steps = migration_steps(_STAMPED_APPEND, ("0023", "0024", "0023", "0024"))
     assert steps == ["2100 [11] 2 2", "2100 [12] 4 4", "2100 [11] 6 6", "2100 [12] 8 8"]

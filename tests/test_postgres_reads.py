@@ -275,7 +275,7 @@ _READS = (
 
 
 def test_migrations_0025_and_0026_install_the_functions_and_take_them_back():
-    from tests.test_keys import migration_steps
+    from tests.support.scratch import migration_steps
 
     assert migration_steps(_READS, ("0024", "0026", "0025", "0024")) == [
         "statement statement m0 m0",
@@ -305,7 +305,7 @@ _FIRST_READ = (
 
 
 def test_migration_0027_installs_the_window_function_and_takes_it_back():
-    from tests.test_keys import migration_steps
+    from tests.support.scratch import migration_steps
 
     # A whole session's window, read first: 12 rows then on (the root) before, one sized call after.
     assert migration_steps(_FIRST_READ, ("0026", "0027", "0026")) == [

@@ -10,7 +10,7 @@ from django.db import connection
 
 from agent_sessions import Session
 from tests.conftest import msg
-from tests.test_keys import _run, _scratch_database
+from tests.support.scratch import run_with, scratch_database
 
 pytestmark = pytest.mark.postgres_only
 
@@ -48,11 +48,11 @@ _EXPECTED = {
 
 
 def _indexes(url: str) -> dict[str, str]:
-    return json.loads(_run(url, "-c", _INDEXES).strip().splitlines()[-1])
+    return json.loads(run_with(url, "-c", _INDEXES).strip().splitlines()[-1])
 
 
 def _reads(url: str) -> dict:
-    out = json.loads(_run(url, "-c", _READ).strip().splitlines()[-1])
+    out = json.loads(run_with(url, "-c", _READ).strip().splitlines()[-1])
     assert {q: sorted(out[q]) for q in _EXPECTED} == _EXPECTED
     assert out["cross"] == [[sid, m] for sid in ("alpha", "beta") for m in _EXPECTED["kite"]]
     assert out["cross_cjk"] == [[sid, m] for sid in ("alpha", "beta") for m in _EXPECTED["デプロイ"]]
@@ -60,15 +60,15 @@ def _reads(url: str) -> dict:
 
 
 def test_upgrade_of_a_filled_database_swaps_the_indexes_and_keeps_every_hit():
-    with _scratch_database() as url:
-        _run(url, "manage.py", "migrate", "agent_sessions", "0011", "--noinput", "-v0")
-        _run(url, "-c", _FILL)
+    with scratch_database() as url:
+        run_with(url, "manage.py", "migrate", "agent_sessions", "0011", "--noinput", "-v0")
+        run_with(url, "-c", _FILL)
         before = _reads(url)
         old = _indexes(url)
         assert set(old) == {"idx_assistant_msg_fts", "idx_assistant_msg_trgm"}
         assert " WHERE " not in old["idx_assistant_msg_trgm"]
 
-        _run(url, "manage.py", "migrate", "--noinput", "-v0")
+        run_with(url, "manage.py", "migrate", "--noinput", "-v0")
         new = _indexes(url)
         assert set(new) == {"idx_assistant_msg_session_fts", "idx_assistant_msg_trgm"}
         assert new["idx_assistant_msg_session_fts"].endswith(
@@ -77,7 +77,7 @@ def test_upgrade_of_a_filled_database_swaps_the_indexes_and_keeps_every_hit():
         assert "WHERE (octet_length(text_content) <> char_length(text_content))" in new["idx_assistant_msg_trgm"]
         assert _reads(url) == before
 
-        _run(url, "manage.py", "migrate", "agent_sessions", "0011", "--noinput", "-v0")
+        run_with(url, "manage.py", "migrate", "agent_sessions", "0011", "--noinput", "-v0")
         assert _indexes(url) == old
         assert _reads(url) == before
 
