@@ -9,11 +9,11 @@ so appending costs the same at 10 or 10,000 messages.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Iterator, Sized
+from collections.abc import Callable, Iterable, Iterator, Sized
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import DataError, OperationalError, connections, router, transaction
 from django.utils import timezone
@@ -61,6 +61,8 @@ _COPY_COLUMNS = (
 """Columns :meth:`DjangoSessionProvider.copy_path_to` fills, in its SELECT's order."""
 
 _STORED_ID = "SELECT 1 FROM assistant_messages WHERE session_id = %s AND id = %s"
+
+T = TypeVar("T")
 
 
 def _orphaned_id(message_id: str) -> InvalidMessage:
@@ -231,18 +233,30 @@ class DjangoSessionProvider:
         """``(id, parent_id, content)`` of the path, root first, from one range scan of the session
         (:mod:`~agent_sessions.storage.range_reads`; on Postgres one call of its function), and
         whether the session has overlays; None: the session branches, so walk instead."""
+        vendor = self.connection.vendor
+        return self._with_read_calls(
+            lambda calls: range_reads.read_path(
+                self._fetchall,
+                vendor,
+                self.session_id,
+                leaf_id,
+                "m.content",
+                [],
+                conf.max_path_depth(),
+                once=(HAS_OVERLAYS, [self.session_id]),
+                call=calls.path,
+            )
+        )
+
+    def _with_read_calls(self, read: Callable[[range_reads.ReadCalls], T]) -> T:
+        """``read(calls)`` with the read functions the database has (each backend's ``read_calls``).
+        When one this connection remembered is gone (migrations taken back under a running process),
+        ``read`` runs once more with those it has now; inside a transaction the error stands (it
+        aborted the transaction), and the next read asks again."""
         connection = self.connection
         backend = backends.for_vendor(connection.vendor)
-        return range_reads.read_path(
-            self._fetchall,
-            connection.vendor,
-            self.session_id,
-            leaf_id,
-            "m.content",
-            [],
-            conf.max_path_depth(),
-            once=(HAS_OVERLAYS, [self.session_id]),
-            call=read_with_retry(self.using, lambda: backend.read_calls(connection)).path,
+        return backend.retry_if_functions_gone(
+            connection, lambda: read(read_with_retry(self.using, lambda: backend.read_calls(connection)))
         )
 
     def get_raw_path(self, leaf_id: str | None = None) -> list[dict]:
@@ -327,21 +341,22 @@ class DjangoSessionProvider:
         """
         min_recent = max(1, int(min_recent_messages))
         budget = int(max_content_bytes)
-        connection = self.connection
-        backend = backends.for_vendor(connection.vendor)
-        calls = read_with_retry(self.using, lambda: backend.read_calls(connection))
-        rows = range_reads.read_recent(
-            self._fetchall,
-            connection.vendor,
-            self.session_id,
-            leaf_id,
-            f"{backend.BYTES_EXPR.format(col='m.content')}, m.content, {HAS_OVERLAYS}",
-            [self.session_id],
-            min_recent=min_recent,
-            budget=budget,
-            max_depth=conf.max_path_depth(),
-            call=calls.recent,
-            window_call=calls.window,
+        vendor = self.connection.vendor
+        columns = f"{backends.for_vendor(vendor).BYTES_EXPR.format(col='m.content')}, m.content, {HAS_OVERLAYS}"
+        rows = self._with_read_calls(
+            lambda calls: range_reads.read_recent(
+                self._fetchall,
+                vendor,
+                self.session_id,
+                leaf_id,
+                columns,
+                [self.session_id],
+                min_recent=min_recent,
+                budget=budget,
+                max_depth=conf.max_path_depth(),
+                call=calls.recent,
+                window_call=calls.window,
+            )
         )
         if rows is None:  # the newest rows up to the leaf are not its chain: walk
             rows = self._walk_recent(leaf_id, min_recent, budget)
@@ -578,45 +593,51 @@ class DjangoSessionProvider:
             return AppendOutcome(inserted=False)
         limits = conf.message_limits()  # once: a settings read costs as much as a message's id check
         ids = [message_id(m, limits) for m in messages]  # before the lock: all or nothing
-        inserted = False
-        with permanent_errors_as_invalid(), transaction.atomic(using=self.using):
-            with self.connection.cursor() as cursor:
-                self.backend.reserve_write(cursor)
-            first = self.append_message_stats(messages[0], parent_id)
-            totals = self._stored_totals(ids)  # the first one included
-            orphaned = self._named_as_parents([i for i in ids if i not in totals])
-            if orphaned:
-                raise _orphaned_id(orphaned[0])
-            now = self.connection.ops.adapt_datetimefield_value(timezone.now())
 
-            def rows() -> Iterator[list]:
-                nonlocal inserted
-                previous = ids[0]
-                for message in messages[1:]:
-                    mid = message["id"]
-                    if mid not in totals:
-                        content, text, tools = stored_fields(message, limits)
-                        _, depth, path_tokens = totals[previous]
-                        tokens = estimate_one_message_tokens(message)
-                        depth = None if depth is None else depth + 1
-                        path_tokens = None if path_tokens is None else path_tokens + tokens
-                        totals[mid] = (previous, depth, path_tokens)
-                        inserted = True
-                        yield [
-                            self.session_id, mid, previous, message["role"], content, text, tools, now, tokens,
-                            depth, path_tokens, None,
-                        ]  # fmt: skip
-                    previous = mid
-
-            self._insert_param_rows(rows(), len(messages) - 1)
-            if registry_stamp is not None:
-                stamp = self.connection.ops.adapt_datetimefield_value(registry_stamp)
+        # A stale append function (migrations taken back under this process) fails the first
+        # message inside the transaction: the whole chain is written again, once.
+        def write() -> AppendOutcome:
+            inserted = False
+            with permanent_errors_as_invalid(), transaction.atomic(using=self.using):
                 with self.connection.cursor() as cursor:
-                    cursor.execute(appends.STAMP, appends.stamp_params(stamp, self.session_id, ids[-1]))
-        last_parent, depth, path_tokens = totals[ids[-1]]
-        return AppendOutcome(
-            inserted=first.inserted or inserted, parent_id=last_parent, depth=depth, path_tokens=path_tokens
-        )
+                    self.backend.reserve_write(cursor)
+                first = self.append_message_stats(messages[0], parent_id)
+                totals = self._stored_totals(ids)  # the first one included
+                orphaned = self._named_as_parents([i for i in ids if i not in totals])
+                if orphaned:
+                    raise _orphaned_id(orphaned[0])
+                now = self.connection.ops.adapt_datetimefield_value(timezone.now())
+
+                def rows() -> Iterator[list]:
+                    nonlocal inserted
+                    previous = ids[0]
+                    for message in messages[1:]:
+                        mid = message["id"]
+                        if mid not in totals:
+                            content, text, tools = stored_fields(message, limits)
+                            _, depth, path_tokens = totals[previous]
+                            tokens = estimate_one_message_tokens(message)
+                            depth = None if depth is None else depth + 1
+                            path_tokens = None if path_tokens is None else path_tokens + tokens
+                            totals[mid] = (previous, depth, path_tokens)
+                            inserted = True
+                            yield [
+                                self.session_id, mid, previous, message["role"], content, text, tools, now, tokens,
+                                depth, path_tokens, None,
+                            ]  # fmt: skip
+                        previous = mid
+
+                self._insert_param_rows(rows(), len(messages) - 1)
+                if registry_stamp is not None:
+                    stamp = self.connection.ops.adapt_datetimefield_value(registry_stamp)
+                    with self.connection.cursor() as cursor:
+                        cursor.execute(appends.STAMP, appends.stamp_params(stamp, self.session_id, ids[-1]))
+            last_parent, depth, path_tokens = totals[ids[-1]]
+            return AppendOutcome(
+                inserted=first.inserted or inserted, parent_id=last_parent, depth=depth, path_tokens=path_tokens
+            )
+
+        return self.backend.retry_if_functions_gone(self.connection, write)
 
     def _named_as_parents(self, message_ids: list[str]) -> list[str]:
         """Those of ``message_ids`` that stored rows name as their parent (deleted, children kept)."""

@@ -9,11 +9,11 @@ from __future__ import annotations
 import enum
 import select
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any
+from typing import Any, TypeVar
 
-from django.db import transaction
+from django.db import ProgrammingError, transaction
 
 from .. import conf
 from ..search import tsquery
@@ -22,6 +22,8 @@ from . import appends, bare_reads, postgres_append, postgres_reads
 from .range_reads import ReadCalls
 
 vendor = "postgresql"
+
+T = TypeVar("T")
 
 BYTES_EXPR = "octet_length({col})"
 
@@ -113,6 +115,47 @@ def lock_key(session_id: str) -> str:
 
 
 def locked_insert(
+    cursor, session_id: str, values: list, parent: str | None, *, auto: bool, stamp: object = None
+) -> tuple | None:
+    """:func:`_locked_insert`, once more if the append function this connection remembered is gone
+    (:func:`retry_if_functions_gone`)."""
+    return retry_if_functions_gone(
+        cursor.db, lambda: _locked_insert(cursor, session_id, values, parent, auto=auto, stamp=stamp)
+    )
+
+
+def retry_if_functions_gone(connection, run: Callable[[], T]) -> T:
+    """``run()``; when it fails because a function of this library is gone (its migrations were
+    taken back under a running process), the connection's remembered append mode and read functions
+    are dropped, so the next append or read asks again which the database has, and ``run()`` runs
+    once more: the failed call ran nothing.  Inside a caller's transaction the error stands (it
+    aborted the transaction); the next call there works."""
+    try:
+        return run()
+    except ProgrammingError as exc:
+        if not _forget_functions(connection, exc) or connection.in_atomic_block:
+            raise
+    return run()
+
+
+UNDEFINED_FUNCTION = "42883"
+"""SQLSTATE ``undefined_function``: a call whose function (with those argument types) does not exist."""
+
+
+def _forget_functions(connection, exc: BaseException) -> bool:
+    """Whether ``exc`` says a function of this library does not exist; if so, forget what the driver
+    connection remembered of them.  Undefined functions of other names are not ours to excuse."""
+    cause = exc.__cause__
+    if getattr(cause, "sqlstate", None) != UNDEFINED_FUNCTION or "agent_sessions_" not in str(cause):
+        return False
+    raw = connection.connection
+    if raw is not None:
+        _APPEND_MODE.pop(raw, None)
+        _READ_CALLS.pop(raw, None)
+    return True
+
+
+def _locked_insert(
     cursor, session_id: str, values: list, parent: str | None, *, auto: bool, stamp: object = None
 ) -> tuple | None:
     """Run the append (storage/appends.py) under the session's advisory lock, in one round trip.

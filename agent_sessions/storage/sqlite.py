@@ -10,9 +10,10 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, nullcontext
 from itertools import islice
+from typing import TypeVar
 
 from django.db import transaction
 
@@ -23,6 +24,8 @@ from . import appends, bare_reads
 from .range_reads import NO_CALLS, ReadCalls
 
 vendor = "sqlite"
+
+T = TypeVar("T")
 
 BYTES_EXPR = "length(CAST({col} AS BLOB))"
 
@@ -103,6 +106,11 @@ def inserted_rows(cursor) -> int:
     ``WITH … INSERT`` in Python's sqlite3)."""
     cursor.execute("SELECT changes()")
     return cursor.fetchone()[0]
+
+
+def retry_if_functions_gone(connection, run: Callable[[], T]) -> T:
+    """``run()``: SQLite has no stored functions to go missing (see postgres.py)."""
+    return run()
 
 
 def read_calls(connection) -> ReadCalls:
