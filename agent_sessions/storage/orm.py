@@ -233,11 +233,12 @@ class DjangoSessionProvider:
         """``(id, parent_id, content)`` of the path, root first, from one range scan of the session
         (:mod:`~agent_sessions.storage.range_reads`; on Postgres one call of its function), and
         whether the session has overlays; None: the session branches, so walk instead."""
-        vendor = self.connection.vendor
+        connection = self.connection
         return self._with_read_calls(
+            connection,
             lambda calls: range_reads.read_path(
                 self._fetchall,
-                vendor,
+                connection.vendor,
                 self.session_id,
                 leaf_id,
                 "m.content",
@@ -245,15 +246,14 @@ class DjangoSessionProvider:
                 conf.max_path_depth(),
                 once=(HAS_OVERLAYS, [self.session_id]),
                 call=calls.path,
-            )
+            ),
         )
 
-    def _with_read_calls(self, read: Callable[[range_reads.ReadCalls], T]) -> T:
-        """``read(calls)`` with the read functions the database has (each backend's ``read_calls``).
-        When one this connection remembered is gone (migrations taken back under a running process),
-        ``read`` runs once more with those it has now; inside a transaction the error stands (it
-        aborted the transaction), and the next read asks again."""
-        connection = self.connection
+    def _with_read_calls(self, connection, read: Callable[[range_reads.ReadCalls], T]) -> T:
+        """``read(calls)`` with the read functions ``connection``'s database has (each backend's
+        ``read_calls``).  When one this connection remembered is gone (migrations taken back under a
+        running process), ``read`` runs once more with those it has now; inside a transaction the
+        error stands (it aborted the transaction), and the next read asks again."""
         backend = backends.for_vendor(connection.vendor)
         return backend.retry_if_functions_gone(
             connection, lambda: read(read_with_retry(self.using, lambda: backend.read_calls(connection)))
@@ -341,9 +341,11 @@ class DjangoSessionProvider:
         """
         min_recent = max(1, int(min_recent_messages))
         budget = int(max_content_bytes)
-        vendor = self.connection.vendor
+        connection = self.connection
+        vendor = connection.vendor
         columns = f"{backends.for_vendor(vendor).BYTES_EXPR.format(col='m.content')}, m.content, {HAS_OVERLAYS}"
         rows = self._with_read_calls(
+            connection,
             lambda calls: range_reads.read_recent(
                 self._fetchall,
                 vendor,
@@ -356,7 +358,7 @@ class DjangoSessionProvider:
                 max_depth=conf.max_path_depth(),
                 call=calls.recent,
                 window_call=calls.window,
-            )
+            ),
         )
         if rows is None:  # the newest rows up to the leaf are not its chain: walk
             rows = self._walk_recent(leaf_id, min_recent, budget)
