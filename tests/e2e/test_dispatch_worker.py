@@ -151,15 +151,15 @@ def test_api_compaction_202_then_poll_is_served_by_the_worker(worker, api):
     response = api.post(f"/sessions/{sid}/compact")
     assert response.status_code == 202, response.content
     assert response.json()["status"] in {"pending", "running"}  # not run in this process
-    polls = []
 
     def done():
-        polls.append(api.get(f"/sessions/{sid}/compact").json())
-        return polls[-1]["status"] in {"succeeded", "failed"} and polls[-1]
+        poll = api.get(f"/sessions/{sid}/compact").json()
+        return poll["status"] in {"succeeded", "failed"} and poll
 
     final = wait_for(done, 90, "the worker to compact the API session", worker)
+    # The 202 said pending or running, and the poll reads the outcome. A fast worker may finish
+    # before the first poll, so one poll is enough (asking for two failed CI on a 2-core VM).
     assert final["status"] == "succeeded", final
-    assert len(polls) >= 2  # it really was polled
     assert len(api.get(f"/sessions/{sid}/compactions").json()["compactions"]) == 1
     assert "compact_session[" in worker.read_text(errors="replace")  # the worker ran it, not this process
 
