@@ -14,10 +14,14 @@ __all__ = [
     "ContextTooLarge",
     "EnqueueTimeout",
     "InvalidMessage",
+    "InvalidText",
+    "InvalidUsage",
+    "MessageCycle",
     "MessageTooLarge",
     "PartitionError",
     "SearchNotSupported",
     "SearchQueryError",
+    "SearchTooComplex",
     "SessionNotFound",
     "SummarizerError",
     "ToolArgumentError",
@@ -41,6 +45,18 @@ class MessageTooLarge(InvalidMessage):
     """A message or id over a size limit (``AGENT_SESSIONS_MAX_MESSAGE_BYTES``, ``…_MAX_ID_BYTES``, ``…_PARTS``)."""
 
 
+class InvalidText(InvalidMessage):
+    """A text the databases cannot hold alike (NUL, a lone surrogate) or over its length limit; nothing written."""
+
+
+class MessageCycle(InvalidMessage):
+    """A parent link that would close a cycle, or a stored cycle met by a read that cannot step around it."""
+
+
+class InvalidUsage(AgentSessionsError, ValueError):
+    """Token counts or a cost that are negative, not finite, or whose running total would not be finite."""
+
+
 class SessionNotFound(AgentSessionsError, LookupError):
     """No row in ``assistant_sessions`` has this id."""
 
@@ -54,6 +70,10 @@ class SearchNotSupported(AgentSessionsError):
 
 class SearchQueryError(AgentSessionsError, ValueError):
     """A search argument (not the query text: that never fails) is unusable."""
+
+
+class SearchTooComplex(SearchQueryError):
+    """A query whose cost would pass the stated bound (too many terms or scanning terms); refused, not run."""
 
 
 # ── context blocks and tools ────────────────────────────────────────────────

@@ -23,8 +23,12 @@ from ..exceptions import (
     ContextReadOnly,
     ContextTooLarge,
     InvalidMessage,
+    InvalidText,
+    InvalidUsage,
+    MessageCycle,
     MessageTooLarge,
     SearchNotSupported,
+    SearchTooComplex,
     SessionNotFound,
 )
 
@@ -69,12 +73,16 @@ def _clean_validation_errors(errors: list[dict]) -> list[dict]:
 # Library exceptions → (status, code).  Looked up along the exception's MRO.
 LIBRARY_ERRORS: dict[type[Exception], tuple[int, str]] = {
     MessageTooLarge: (413, "message_too_large"),
+    MessageCycle: (422, "message_cycle"),
+    InvalidText: (422, "invalid_text"),
     InvalidMessage: (422, "invalid_message"),
     ContextReadOnly: (409, "context_read_only"),
     ContextTooLarge: (422, "context_too_large"),
     CompactionNotConfigured: (409, "compaction_not_configured"),
     SearchNotSupported: (409, "search_not_supported"),
     SessionNotFound: (404, "session_not_found"),
+    InvalidUsage: (422, "invalid_usage"),
+    SearchTooComplex: (400, "search_too_complex"),
     AgentSessionsError: (400, "bad_request"),
 }
 
