@@ -232,7 +232,7 @@ def test_nul_inside_a_message_part_is_kept(write):
 @pytest.mark.parametrize(
     ("mutate", "field", "problem"),
     [
-        (lambda d: d["messages"][1].update(role="r" * 65), "messages[1].role", "65 characters; the limit is 64"),
+        (lambda d: d["messages"][1].update(role="r" * 65), "messages[1].role", "is 65 characters; the limit is 64"),
         (lambda d: d["session"].update(name="n" * 1001), "session.name", "1001 characters; the limit is 1000"),
         (lambda d: d["session"].update(end_reason="e" * 201), "session.end_reason", "the limit is 200"),
         (lambda d: d["search_entries"][0].update(key="k" * 513), "search_entries[0].key", "the limit is 512"),
@@ -421,3 +421,101 @@ def test_deeply_nested_line_and_bad_utf8(write, tmp_path):
     path = tmp_path / "latin1.jsonl"
     path.write_bytes(json.dumps(good_document("good")).encode() + b"\n" + b'{"format": "\xe9"}\n')
     refused(str(path), "not UTF-8")
+
+
+# ── OpenAI transcripts (one document: errors name the file and the field) ───
+
+TRANSCRIPT = [
+    {"role": "system", "content": "You are a travel assistant."},
+    {"role": "user", "content": [{"type": "text", "text": "Weather?"}]},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}],
+    },
+    {"role": "tool", "tool_call_id": "call_1", "content": "sunny"},
+]
+
+
+def transcript_refused(tmp_path, data, *fragments: str, options: tuple = ()) -> None:
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    before = counts()
+    with pytest.raises(CommandError) as caught:
+        call_command(
+            "import_openai_transcript", str(path), "--no-progress", *options, stdout=io.StringIO(), stderr=io.StringIO()
+        )
+    message = str(caught.value)
+    assert str(path) in message or "--" in message, message
+    for fragment in fragments:
+        assert fragment in message, message
+    assert counts() == before
+
+
+def _transcript(index: int, **changes) -> list[dict]:
+    data = copy.deepcopy(TRANSCRIPT)
+    data[index].update(changes)
+    return data
+
+
+@pytest.mark.parametrize(
+    ("data", "field", "problem"),
+    [
+        (
+            _transcript(2, tool_calls=[{"id": "c", "function": {"name": 42, "arguments": "{}"}}]),
+            "messages[2].tool_calls[0].function.name",
+            "expected a string, not a number",
+        ),
+        (_transcript(2, tool_calls={"id": "c"}), "messages[2].tool_calls", "expected an array, not an object"),
+        (_transcript(2, tool_calls=["c"]), "messages[2].tool_calls[0]", "expected an object, not a string"),
+        (_transcript(2, tool_calls=[{"id": 7}]), "messages[2].tool_calls[0].id", "expected a string"),
+        (
+            _transcript(1, content=[{"type": "image_url", "image_url": "http://x/y.png"}]),
+            "messages[1].content[0].image_url",
+            "expected an object, not a string",
+        ),
+        (
+            _transcript(1, content=[{"type": "image_url", "image_url": {"url": 5}}]),
+            "messages[1].content[0].image_url.url",
+            "expected a string",
+        ),
+        (_transcript(1, content=[{"type": "text", "text": 3}]), "messages[1].content[0].text", "expected a string"),
+        (_transcript(3, tool_call_id=["call_1"]), "messages[3].tool_call_id", "expected a string, not an array"),
+        (_transcript(1, name=5), "messages[1].name", "expected a string, not a number"),
+        (_transcript(1, role=5), "messages[1].role", "expected a string, not a number"),
+        (_transcript(1, role="r" * 65), "messages[1].role", "is 65 characters; the limit is 64"),
+        (_transcript(0, content="soul\x00"), "messages[0].content", "contains a NUL character"),
+        (_transcript(0, content="soul\ud800"), "messages[0].content", "contains a lone surrogate"),
+        ({"model": 4, "messages": TRANSCRIPT}, "model", "expected a string, not a number"),
+        ({"model": "m" * 201, "messages": TRANSCRIPT}, "model", "is 201 characters; the limit is 200"),
+    ],
+)
+def test_transcript_field_of_the_wrong_type(tmp_path, data, field, problem):
+    transcript_refused(tmp_path, data, f"{field}: {problem}")
+
+
+def test_transcript_options_are_checked(tmp_path):
+    transcript_refused(tmp_path, TRANSCRIPT, "--session-id: is 600 bytes", options=("--session-id", "s" * 600))
+    transcript_refused(tmp_path, TRANSCRIPT, "--session-id: contains a NUL", options=("--session-id", "a\x00"))
+    transcript_refused(tmp_path, TRANSCRIPT, "--name: is 1001 characters", options=("--name", "n" * 1001))
+
+
+def test_transcript_system_label_of_another_session(tmp_path):
+    SessionRecord.objects.create(id="user_X", name="neighbour")
+    ContextBlockRecord.objects.create(label="soul_user_X", content="user_X's soul")
+    options = ("--session-id", "X", "--system-label", "soul_user")
+    transcript_refused(tmp_path, TRANSCRIPT, "'soul_user_X' belongs to session 'user_X'", options=options)
+    assert ContextBlockRecord.objects.get(label="soul_user_X").content == "user_X's soul"
+
+
+def test_transcript_with_deeply_nested_values_is_no_traceback(tmp_path):
+    deep = "[" * 50_000 + "]" * 50_000
+    data = _transcript(2, tool_calls=[{"id": "c", "function": {"name": "f", "arguments": deep}}])
+    data[3]["content"] = deep
+    path = tmp_path / "deep.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    call_command("import_openai_transcript", str(path), "--session-id", "deep", "--no-progress", stdout=io.StringIO())
+    assert SessionRecord.objects.filter(id="deep").exists()  # kept as the raw strings
+    path.write_text(deep, encoding="utf-8")
+    with pytest.raises(CommandError, match="nested too deeply"):
+        call_command("import_openai_transcript", str(path), "--no-progress", stdout=io.StringIO())

@@ -210,14 +210,14 @@ def check_owners(using: str, documents: Iterable[tuple[int, Checked]]) -> None:
                 claims.append((number, where, label, others))
                 candidates.update(others)
     existing = in_file & candidates
-    existing.update(_existing_sessions(using, candidates - existing))
+    existing.update(existing_sessions(using, candidates - existing))
     for number, where, label, others in claims:
         owner = next((sid for sid in others if sid in existing), None)
         if owner is not None:
             raise ArchiveError(f"line {number}: {where}: {label!r} belongs to session {owner!r}, not this one")
 
 
-def _existing_sessions(using: str, ids: set[str]) -> set[str]:
+def existing_sessions(using: str, ids: set[str]) -> set[str]:
     """The ids among ``ids`` with a registry row, messages or overlays."""
     found: set[str] = set()
     wanted = sorted(ids)
