@@ -18,7 +18,7 @@ from typing import Any
 from agent_sessions import conf
 from agent_sessions.exceptions import ArchiveError, InvalidMessage
 from agent_sessions.models import Compaction, Message, SessionRecord
-from agent_sessions.types import stored_fields
+from agent_sessions.types import message_id, validate_message
 
 from . import _fields as f
 from ._archive import FORMAT
@@ -37,8 +37,11 @@ class Checked:
     """``(field, label)`` of every context block and search entry."""
 
 
-def check_document(document: Any) -> Checked:
-    """Check every value of one document (raises ``ArchiveError`` or ``BadField``); normalises it in place."""
+def check_document(document: Any, *, contents: bool = True) -> Checked:
+    """Check every value of one document (raises ``ArchiveError`` or ``BadField``); normalises it in place.
+
+    ``contents=False`` skips the UIMessage checks, for a caller that validates contents as it stores them.
+    """
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise ArchiveError(f"not an agent_sessions session document (expected format {FORMAT!r})")
     limits = conf.message_limits()
@@ -48,7 +51,7 @@ def check_document(document: Any) -> Checked:
     record = document.get("session")
     if record is not None:
         _check_record(f.obj(record, "session"), session_id)
-    ids = _check_messages(document["messages"], limits)
+    ids = _check_messages(document["messages"], limits, contents)
     _check_compactions(document["compactions"], ids, limits.id_bytes)
     checked = Checked(session_id)
     seen: set[str] = set()
@@ -95,39 +98,47 @@ def _check_record(record: dict, session_id: str) -> None:
     f.text(record.get("owner"), "session.owner", max_chars=f.NAME_CHARS, nullable=True)
 
 
-def _check_messages(entries: list, limits: conf.MessageLimits) -> dict[str, int]:
+def _check_messages(entries: list, limits: conf.MessageLimits, contents: bool) -> dict[str, int]:
     """Check every message entry; returns ``{message id: index}``.  Parents must be messages of the list
     and form no cycle."""
     ids: dict[str, int] = {}
     for index, raw in enumerate(entries):
-        where = f"messages[{index}]"
-        entry = f.obj(raw, where)
-        mid = f.ident(entry.get("id"), f"{where}.id", id_bytes=limits.id_bytes)
-        if mid in ids:
-            raise BadField(f"{where}.id", f"duplicate message id {mid!r} (also messages[{ids[mid]}])")
+        try:  # field names relative to the entry, prefixed only on error (a file may hold millions)
+            mid = _check_message(raw, limits, contents)
+            if mid in ids:
+                raise BadField("id", f"duplicate message id {mid!r} (also messages[{ids[mid]}])")
+        except BadField as exc:
+            raise BadField(f"messages[{index}]{'.' if exc.field else ''}{exc.field}", exc.problem) from None
         ids[mid] = index
-        f.ident(entry.get("parent_id"), f"{where}.parent_id", nullable=True, id_bytes=limits.id_bytes)
-        f.ident(entry.get("origin_id"), f"{where}.origin_id", nullable=True, id_bytes=limits.id_bytes)
-        entry["created_at"] = f.stamp(entry.get("created_at"), f"{where}.created_at")
-        if "message" in entry:
-            message = entry["message"]
-            try:
-                stored_fields(message, limits)
-            except InvalidMessage as exc:
-                raise BadField(f"{where}.message", str(exc)) from None
-            if message["id"] != mid:
-                raise BadField(f"{where}.message.id", f"{message['id']!r} does not match the entry's id {mid!r}")
-            entry.setdefault("role", message["role"])
-        elif "content" in entry:
-            content = f.text(entry["content"], f"{where}.content")
-            size = len(content.encode("utf-8"))
-            if size > limits.message_bytes:
-                raise BadField(f"{where}.content", f"is {size} bytes; the limit is {limits.message_bytes}")
-        else:
-            raise BadField(where, "needs a 'message' object or a 'content' string")
-        f.text(entry.get("role", ""), f"{where}.role", max_chars=f.ROLE_CHARS)
     _check_parents(entries, ids)
     return ids
+
+
+def _check_message(raw: Any, limits: conf.MessageLimits, contents: bool) -> str:
+    """One message entry, with field names relative to it; returns its id."""
+    entry = f.obj(raw, "")
+    mid = f.ident(entry.get("id"), "id", id_bytes=limits.id_bytes)
+    f.ident(entry.get("parent_id"), "parent_id", nullable=True, id_bytes=limits.id_bytes)
+    f.ident(entry.get("origin_id"), "origin_id", nullable=True, id_bytes=limits.id_bytes)
+    entry["created_at"] = f.stamp(entry.get("created_at"), "created_at")
+    if "message" in entry:
+        message = entry["message"]
+        try:
+            validate_message(message, limits) if contents else message_id(message, limits)
+        except InvalidMessage as exc:
+            raise BadField("message", str(exc)) from None
+        if message["id"] != mid:
+            raise BadField("message.id", f"{message['id']!r} does not match the entry's id {mid!r}")
+        entry.setdefault("role", message.get("role", ""))
+    elif "content" in entry:
+        content = f.text(entry["content"], "content")
+        size = len(content.encode("utf-8"))
+        if size > limits.message_bytes:
+            raise BadField("content", f"is {size} bytes; the limit is {limits.message_bytes}")
+    else:
+        raise BadField("", "needs a 'message' object or a 'content' string")
+    f.text(entry.get("role", ""), "role", max_chars=f.ROLE_CHARS)
+    return mid
 
 
 def _check_parents(entries: list[dict], ids: dict[str, int]) -> None:

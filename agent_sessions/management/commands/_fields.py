@@ -94,11 +94,17 @@ def ident(value: Any, field: str, *, nullable: bool = False, empty: bool = False
     """An id: a storable string, non-blank unless ``empty``, within ``AGENT_SESSIONS_MAX_ID_BYTES``."""
     if value is None and nullable:
         return None
-    text(value, field)
+    if not isinstance(value, str):
+        raise BadField(field, f"expected a string, not {kind(value)}")
+    if "\x00" in value:
+        raise BadField(field, "contains a NUL character")
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise BadField(field, "contains a lone surrogate (not valid Unicode)") from None
     if not empty and not value.strip():
         raise BadField(field, "must be a non-empty id")
     limit = conf.max_id_bytes() if id_bytes is None else id_bytes
-    size = len(value.encode("utf-8"))
     if size > limit:
         raise BadField(field, f"is {size} bytes; the limit for ids is {limit}")
     return value

@@ -108,7 +108,8 @@ class Command(ProgressCommand):
                 yield number, _parse(line, number)
 
     def _import(self, using: str, document: Any, number: int, replace: bool) -> int:
-        checked = _check_line(document, number)  # again: the file may have changed since the first pass
+        # Again (the file may have changed since the first pass); message contents are checked as they are stored.
+        checked = _check_line(document, number, contents=False)
         if _archive.conflicts(using, document):
             if not replace:
                 raise _archive.ArchiveError(
@@ -127,9 +128,9 @@ def _parse(line: str, number: int) -> Any:
         raise _archive.ArchiveError(f"line {number}: not JSON ({exc})") from None
 
 
-def _check_line(document: Any, number: int) -> _archive_checks.Checked:
+def _check_line(document: Any, number: int, *, contents: bool = True) -> _archive_checks.Checked:
     try:
-        return _archive_checks.check_document(document)
+        return _archive_checks.check_document(document, contents=contents)
     except (BadField, _archive.ArchiveError) as exc:
         raise _archive.ArchiveError(f"line {number}: {exc}") from None
 
