@@ -123,7 +123,18 @@ def bad(mutate) -> tuple[dict, dict]:
 # ── timestamps and numbers ──────────────────────────────────────────────────
 
 
-@pytest.mark.parametrize("value", ["yesterday", "2024-13-45T00:00:00", "2024-02-30T10:00:00+00:00", 1700000000])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "yesterday",
+        "2024-13-45T00:00:00",
+        "2024-02-30T10:00:00+00:00",
+        "9999-12-31T23:00:00-05:00",
+        "",
+        1700000000,
+        ["2024"],
+    ],
+)
 def test_bad_timestamp(write, value):
     first, second = bad(lambda d: d["messages"][2].update(created_at=value))
     refused(write(first, second), "messages[2].created_at: not an ISO 8601 timestamp")
