@@ -18,6 +18,7 @@ from typing import Any
 from agent_sessions import conf
 from agent_sessions.exceptions import ArchiveError, InvalidMessage
 from agent_sessions.models import Compaction, Message, SessionRecord
+from agent_sessions.session.context import PROMPT_KEY
 from agent_sessions.types import message_id, validate_message
 
 from . import _fields as f
@@ -188,6 +189,8 @@ def _label(value: Any, where: str, session_id: str) -> str:
     suffix = f"_{session_id}"
     if not session_id or not label.endswith(suffix) or len(label) == len(suffix):
         raise BadField(where, f"{label[:80]!r} is not namespaced by the session id ('<label>_<session id>')")
+    if label.startswith(f"{PROMPT_KEY}_") and label != f"{PROMPT_KEY}{suffix}":
+        raise BadField(where, f"{label[:80]!r} is another session's stored prompt")
     base, limit = label[: -len(suffix)], f.LABEL_CHARS
     if len(base) > limit:
         raise BadField(where, f"the label before '_<session id>' is {len(base)} characters; the limit is {limit}")

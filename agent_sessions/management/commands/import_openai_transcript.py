@@ -69,15 +69,15 @@ class Command(ProgressCommand):
             raise CommandError(f"{path}: {exc} (nothing was imported)") from exc
         if session_exists(using, session_id):
             raise CommandError(f"session {session_id!r} already exists")
-        label = f"{options['system_label']}_{session_id}"
         if converted.system:
-            self._refuse_foreign_label(using, label, session_id)
+            self._refuse_foreign_label(using, f"{options['system_label']}_{session_id}", session_id)
         try:
             with transaction.atomic(using=using):
                 SessionRecord.objects.using(using).create(
                     id=session_id, name=name, model=model, source=options["source"]
                 )
                 if converted.system:
+                    label = f"{options['system_label']}_{session_id}"
                     ContextBlockRecord.objects.using(using).update_or_create(
                         label=label, defaults={"content": "\n\n".join(converted.system)}
                     )
