@@ -423,7 +423,8 @@ def test_stdin_is_checked_before_anything_is_written(monkeypatch):
     with pytest.raises(CommandError, match=r"line 2: session\.name: expected a string"):
         run("-")
     assert counts() == before
-    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps(good_document("good")) + "\n"))
+    raw = io.TextIOWrapper(io.BytesIO((json.dumps(good_document("good"), ensure_ascii=False) + "\n").encode()))
+    monkeypatch.setattr("sys.stdin", raw)  # a real stdin: bytes under a text wrapper
     assert "Imported 1 session(s)" in run("-")[0]
 
 
