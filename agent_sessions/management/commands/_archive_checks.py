@@ -55,22 +55,31 @@ def check_document(document: Any, *, contents: bool = True) -> Checked:
     ids = _check_messages(document["messages"], limits, contents)
     _check_compactions(document["compactions"], ids, limits.id_bytes)
     checked = Checked(session_id)
+    _check_blocks(document["context_blocks"], checked)
+    _check_entries(document["search_entries"], checked)
+    return checked
+
+
+def _check_blocks(blocks: list, checked: Checked) -> None:
     seen: set[str] = set()
-    for index, raw in enumerate(document["context_blocks"]):
+    for index, raw in enumerate(blocks):
         where = f"context_blocks[{index}]"
         block = f.obj(raw, where)
-        label = _label(block.get("label"), f"{where}.label", session_id)
+        label = _label(block.get("label"), f"{where}.label", checked.session_id)
         if label in seen:
             raise BadField(f"{where}.label", f"duplicate label {label!r}")
         seen.add(label)
         block["content"] = f.text(block.get("content", ""), f"{where}.content")
         block["updated_at"] = f.stamp(block.get("updated_at"), f"{where}.updated_at")
         checked.labels.append((f"{where}.label", label))
+
+
+def _check_entries(entries: list, checked: Checked) -> None:
     keys: set[tuple[str, str]] = set()
-    for index, raw in enumerate(document["search_entries"]):
+    for index, raw in enumerate(entries):
         where = f"search_entries[{index}]"
         entry = f.obj(raw, where)
-        label = _label(entry.get("label"), f"{where}.label", session_id)
+        label = _label(entry.get("label"), f"{where}.label", checked.session_id)
         key = f.text(entry.get("key"), f"{where}.key", max_chars=f.KEY_CHARS)
         if not key:
             raise BadField(f"{where}.key", "must not be empty")
@@ -81,7 +90,6 @@ def check_document(document: Any, *, contents: bool = True) -> Checked:
         for name in ("created_at", "updated_at"):
             entry[name] = f.stamp(entry.get(name), f"{where}.{name}")
         checked.labels.append((f"{where}.label", label))
-    return checked
 
 
 def _check_record(record: dict, session_id: str) -> None:
