@@ -136,26 +136,6 @@ def dump(document: dict) -> str:
 # ── import ──────────────────────────────────────────────────────────────────
 
 
-def check_document(document: Any) -> str:
-    """Validate the document's shape; returns its session id."""
-    if not isinstance(document, dict) or document.get("format") != FORMAT:
-        raise ArchiveError(f"not an agent_sessions session document (expected format {FORMAT!r})")
-    session_id = document.get("session_id")
-    if not isinstance(session_id, str) or "\x00" in session_id:
-        raise ArchiveError("session_id must be a string")
-    for key in ("messages", "compactions", "context_blocks", "search_entries"):
-        if not isinstance(document.get(key, []), list):
-            raise ArchiveError(f"{key} must be a list")
-    record = document.get("session")
-    if record is not None and (not isinstance(record, dict) or record.get("id") != session_id):
-        raise ArchiveError("session must be null or a record whose id is the session_id")
-    for block in document.get("context_blocks", []):
-        label = block.get("label") if isinstance(block, dict) else None
-        if not isinstance(label, str) or not session_id or not label.endswith(f"_{session_id}"):
-            raise ArchiveError(f"context block label {label!r} is not namespaced by the session id")
-    return session_id
-
-
 def conflicts(using: str, document: dict) -> bool:
     """True when anything the document would write already exists."""
     blocks = [b["label"] for b in document.get("context_blocks", [])]

@@ -89,7 +89,7 @@ def _arguments(raw: Any) -> Any:
         return raw
     try:
         return json.loads(raw) if raw.strip() else {}
-    except ValueError:
+    except (ValueError, RecursionError):
         return raw
 
 
@@ -99,7 +99,7 @@ def _output(content: Any) -> Any:
     if text.lstrip().startswith(("{", "[")):
         try:
             return json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             pass
     return text
 

@@ -8,14 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import CommandError
-from django.db import transaction
+from django.db import DatabaseError, transaction
 
 from agent_sessions.exceptions import InvalidMessage
 from agent_sessions.models import ContextBlockRecord, SessionRecord
 from agent_sessions.storage.orm import DjangoSessionProvider
 
-from . import _openai
+from . import _archive_checks, _openai, _transcript_checks
 from ._base import ProgressCommand, session_exists
+from ._fields import BadField
 
 BATCH = 500
 
@@ -49,18 +50,31 @@ class Command(ProgressCommand):
     def handle(self, *args: Any, path: str, session_id: str | None, **options: Any) -> None:
         using = self.alias(options)
         data = self._load(path)
-        try:
-            converted = _openai.convert(_openai.message_list(data), system_as_message=options["system_as"] == "message")
-        except _openai.TranscriptError as exc:
-            raise CommandError(f"{path}: {exc}") from exc
         session_id = session_id or uuid.uuid4().hex
+        model = options["model"] or (data.get("model") if isinstance(data, dict) else None)
+        name = options["name"] or Path(path).stem
+        system_as_message = options["system_as"] == "message"
+        try:
+            messages = _openai.message_list(data)
+            _transcript_checks.check_messages(messages, system_as_message=system_as_message)
+            _transcript_checks.check_options(
+                session_id=session_id,
+                name=name,
+                model=model,
+                source=options["source"],
+                system_label=options["system_label"],
+            )
+            converted = _openai.convert(messages, system_as_message=system_as_message)
+        except (_openai.TranscriptError, BadField) as exc:
+            raise CommandError(f"{path}: {exc} (nothing was imported)") from exc
         if session_exists(using, session_id):
             raise CommandError(f"session {session_id!r} already exists")
-        model = options["model"] or (data.get("model") if isinstance(data, dict) else None)
+        if converted.system:
+            self._refuse_foreign_label(using, f"{options['system_label']}_{session_id}", session_id)
         try:
             with transaction.atomic(using=using):
                 SessionRecord.objects.using(using).create(
-                    id=session_id, name=options["name"] or Path(path).stem, model=model, source=options["source"]
+                    id=session_id, name=name, model=model, source=options["source"]
                 )
                 if converted.system:
                     label = f"{options['system_label']}_{session_id}"
@@ -68,7 +82,7 @@ class Command(ProgressCommand):
                         label=label, defaults={"content": "\n\n".join(converted.system)}
                     )
                 self._append(DjangoSessionProvider(session_id, using=using), converted.messages)
-        except InvalidMessage as exc:
+        except (InvalidMessage, DatabaseError) as exc:
             raise CommandError(f"{path}: {exc} (nothing was imported)") from exc
         for warning in converted.warnings:
             self.stderr.write(self.style.WARNING(warning))
@@ -77,11 +91,20 @@ class Command(ProgressCommand):
                 self.style.SUCCESS(f"Imported {len(converted.messages)} message(s) into session {session_id}.")
             )
 
+    def _refuse_foreign_label(self, using: str, label: str, session_id: str) -> None:
+        """``<label>_<id>`` must not also be a block of a longer existing session id (``memory_user`` + ``X``)."""
+        owners = _archive_checks.existing_sessions(using, set(_archive_checks.other_owners(label, session_id)))
+        if owners:
+            owner = max(owners, key=len)
+            raise CommandError(f"--system-label: {label!r} belongs to session {owner!r}, not this one")
+
     def _load(self, path: str) -> Any:
         try:
             return json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise CommandError(f"cannot read {path}: {exc}") from exc
+        except RecursionError:
+            raise CommandError(f"cannot read {path}: JSON nested too deeply") from None
 
     def _append(self, storage: DjangoSessionProvider, messages: list[dict]) -> None:
         """Append the chain in batches (each batch under the previous one's last message)."""
