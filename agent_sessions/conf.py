@@ -37,6 +37,10 @@ DEFAULTS: dict[str, Any] = {
     "MAX_INDEXED_TEXT_BYTES": 1_000_000,
     # Rows scanned (newest first, per scope) when no index can answer a query (CJK words under 3 characters).
     "SEARCH_SCAN_ROWS": 50_000,
+    # Most terms (words, phrases, exclusions) one query may have; more is refused (SearchTooComplex).
+    "SEARCH_MAX_TERMS": 12,
+    # Most of those terms that no index serves (CJK words under 3 characters); more is refused.
+    "SEARCH_MAX_SCAN_TERMS": 3,
     # Characters of a message's tool errors, inputs, outputs and reasoning kept for search.
     "SEARCH_TOOL_TEXT_CHARS": 32_768,
     # Text search configuration on Postgres (the seed uses 'english').
@@ -175,6 +179,16 @@ def max_indexed_text_bytes() -> int:
 def search_scan_rows() -> int:
     """Bound of the unindexed substring scan used for short CJK search terms."""
     return max(1, int(get("SEARCH_SCAN_ROWS")))
+
+
+def search_max_terms() -> int:
+    """Most terms one search query may have (the search language keeps at most 64)."""
+    return max(1, int(get("SEARCH_MAX_TERMS")))
+
+
+def search_max_scan_terms() -> int:
+    """Most unindexed (scanned) terms one search query may have; 0 refuses every such term."""
+    return max(0, int(get("SEARCH_MAX_SCAN_TERMS")))
 
 
 def search_tool_text_chars() -> int:

@@ -16,6 +16,7 @@ from django.db.models.expressions import Expression
 from django.db.models.sql.constants import INNER
 
 from .search.args import as_query, query_terms
+from .search.cost import check as check_cost
 from .search.query import Query
 from .storage import walks
 
@@ -153,9 +154,10 @@ class MessageQuerySet(models.QuerySet):
 
         Each row is annotated with ``rank`` (higher is better); ties go to the older
         message.  Restricted to the session when chained after ``for_session()``,
-        which lets the index do the narrowing.
+        which lets the index do the narrowing. A query past the search cost limits
+        raises SearchTooComplex here, not when the queryset is evaluated.
         """
-        parsed: Query = as_query(query_terms(query))
+        parsed: Query = check_cost(as_query(query_terms(query)))
         if not parsed:
             return self.none()
         scope = self._scope()

@@ -9,10 +9,11 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from ..models import ApiKey
+from .search import BoundedSearchAdmin
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin):
+class ApiKeyAdmin(BoundedSearchAdmin):
     list_display = ("prefix", "name", "owner", "created_at", "last_used_at", "revoked")
     list_filter = ("revoked",)
     search_fields = ("=prefix", "name", "owner__username")

@@ -21,6 +21,7 @@ from django.utils.text import Truncator
 from ..models import Compaction, CompactionJob, ContextBlockRecord, Message, SearchEntry
 from ..storage.orm import DjangoSessionProvider
 from .parts import part_views
+from .search import BoundedSearchAdmin
 from .sessions import TreeMedia, text_matches
 
 
@@ -37,7 +38,7 @@ def excerpt(text: str | None, chars: int = 100) -> str:
 
 
 @admin.register(Message)
-class MessageAdmin(admin.ModelAdmin):
+class MessageAdmin(BoundedSearchAdmin):
     """Read-only view of stored messages; writes go through the Session API, which keeps totals right."""
 
     list_display = ("message_id", "session_link", "role", "text", "tokens", "path_tokens", "depth", "created_at")
@@ -126,7 +127,7 @@ class MessageAdmin(admin.ModelAdmin):
 
 
 @admin.register(Compaction)
-class CompactionAdmin(admin.ModelAdmin):
+class CompactionAdmin(BoundedSearchAdmin):
     list_display = ("compaction_id", "session_link", "from_message", "to_message", "short_summary", "created_at")
     search_fields = ("=compaction_id", "=session__id", "summary")
     readonly_fields = ("compaction_id", "session_link", "from_message", "to_message", "created_at")
@@ -155,7 +156,7 @@ class CompactionAdmin(admin.ModelAdmin):
 
 
 @admin.register(ContextBlockRecord)
-class ContextBlockAdmin(admin.ModelAdmin):
+class ContextBlockAdmin(BoundedSearchAdmin):
     list_display = ("label", "short_content", "size", "updated_at")
     search_fields = ("label", "content")
     ordering = ("label",)
@@ -180,7 +181,7 @@ class ContextBlockAdmin(admin.ModelAdmin):
 
 
 @admin.register(SearchEntry)
-class SearchEntryAdmin(admin.ModelAdmin):
+class SearchEntryAdmin(BoundedSearchAdmin):
     list_display = ("label", "key", "short_content", "updated_at")
     list_filter = ("label",)
     search_fields = ("key", "content")
@@ -192,7 +193,7 @@ class SearchEntryAdmin(admin.ModelAdmin):
 
 
 @admin.register(CompactionJob)
-class CompactionJobAdmin(admin.ModelAdmin):
+class CompactionJobAdmin(BoundedSearchAdmin):
     """Compaction job state per session (written by the Celery task): where failures are recorded."""
 
     list_display = (

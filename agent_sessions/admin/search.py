@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from django.contrib import admin, messages
 from django.db import connections
-from django.db.models import Q
+from django.db.models import Q, QuerySet
+from django.http import HttpRequest
+from django.utils.text import smart_split
 
 from .. import conf
-from ..exceptions import AgentSessionsError
-from ..search import fts5, tsquery
+from ..exceptions import AgentSessionsError, SearchTooComplex
+from ..search import cost, fts5, tsquery
 from ..search.args import as_query, query_terms, scan_rows
 from ..search.plan import MESSAGES, Filters
 
@@ -30,6 +33,8 @@ class Matches:
     keys: tuple[tuple[str, str], ...] = ()
     capped: bool = False
     valid: bool = True
+    seqs: tuple[int, ...] = ()
+    refused: str = ""  # why the search language refused the query (SearchTooComplex), for the page
 
     @property
     def count(self) -> int:
@@ -47,19 +52,14 @@ class Matches:
         return Q(pk__in={session_id for session_id, _ in self.keys})
 
     def messages(self) -> Q:
-        """The matching messages (a filter on ``Message``), one ``IN`` per session."""
-        by_session: dict[str, list[str]] = {}
-        for session_id, message_id in self.keys:
-            by_session.setdefault(session_id, []).append(message_id)
-        match = Q(pk__in=[])
-        for session_id, ids in by_session.items():
-            match |= Q(session_id=session_id, message_id__in=ids)
-        return match
+        """The matching messages (a filter on ``Message``): two ``IN`` lists, never one test per session,
+        so hits in thousands of sessions stay one flat condition (SQLite caps expression depth)."""
+        return Q(session_id__in={session_id for session_id, _ in self.keys}, pk__in=self.seqs)
 
 
 def _compile(cursor, vendor: str, query, session_id: str | None, limit: int) -> tuple[str, list]:
     """The storage's own search SQL, selecting just ``id, session_id`` of each hit (no snippets)."""
-    target = replace(MESSAGES, columns=("id", "session_id"))
+    target = replace(MESSAGES, columns=("id", "session_id", "seq"))
     filters = Filters(scope=session_id, limit=limit, snippets=False, scan_rows=scan_rows())
     if vendor == "postgresql":
         return tsquery.compile_query(query, target, filters, conf.pg_text_search_config())
@@ -69,11 +69,14 @@ def _compile(cursor, vendor: str, query, session_id: str | None, limit: int) -> 
 def matches(search_term: str, *, using: str, session_id: str | None = None, cap: int | None = None) -> Matches:
     """Every message matching ``search_term`` (in one session, or all), found by the storage's own search SQL.
 
-    A query the search language refuses (or that can match nothing) gives ``Matches(valid=False)``.
+    A query the search language refuses (or that can match nothing) gives ``Matches(valid=False)``;
+    one past the search cost limits also says why in ``refused``.
     """
     cap = MATCH_CAP if cap is None else cap
     try:
-        query = as_query(query_terms(search_term))
+        query = cost.check(as_query(query_terms(search_term)))
+    except SearchTooComplex as exc:
+        return Matches(valid=False, refused=str(exc))
     except (AgentSessionsError, ValueError):
         return Matches(valid=False)
     if not query:
@@ -84,4 +87,25 @@ def matches(search_term: str, *, using: str, session_id: str | None = None, cap:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     keys = tuple((sid, mid) for mid, sid, *_ in rows[:cap])
-    return Matches(keys, capped=len(rows) > cap)
+    return Matches(keys, capped=len(rows) > cap, seqs=tuple(seq for _, _, seq, *_ in rows[:cap]))
+
+
+def bounded_words(request: HttpRequest, search_term: str) -> str:
+    """The search box's first SEARCH_MAX_TERMS words (a warning on the page when more were typed).
+
+    Django's field search ANDs one condition per word: a pasted paragraph would become a
+    condition deeper than SQLite accepts, and the search language takes no more words anyway.
+    """
+    most, _ = cost.limits()
+    words = list(smart_split(search_term))
+    if len(words) <= most:
+        return search_term
+    messages.warning(request, f"Search: only the first {most} of {len(words)} words are matched against ids and names.")
+    return " ".join(words[:most])
+
+
+class BoundedSearchAdmin(admin.ModelAdmin):
+    """A ModelAdmin whose search box matches at most SEARCH_MAX_TERMS words (see :func:`bounded_words`)."""
+
+    def get_search_results(self, request: HttpRequest, queryset: QuerySet, search_term: str) -> tuple[QuerySet, bool]:
+        return super().get_search_results(request, queryset, bounded_words(request, search_term))

@@ -19,13 +19,15 @@ from ..exceptions import AgentSessionsError
 from ..models import Compaction, CompactionJob, Message, SessionRecord
 from . import export, hooks
 from .long_text import long_text
-from .search import Matches, matches
+from .search import BoundedSearchAdmin, Matches, matches
 from .tree_page import FRAGMENT_LIMIT, Urls, fragment_context, tree_context
 
 
 def text_matches(request: HttpRequest, search_term: str) -> Matches:
     """Full-text matches of a changelist search box (a warning on the page when there are more than the cap)."""
     found = matches(search_term, using=router.db_for_read(Message))
+    if found.refused:
+        messages.warning(request, f"Full-text search refused: {found.refused}.")
     if found.capped:
         messages.warning(request, f"Full-text search: {found.label}; refine the query to see them all.")
     return found
@@ -72,7 +74,7 @@ class TreeMedia:
 
 
 @admin.register(SessionRecord)
-class SessionRecordAdmin(admin.ModelAdmin):
+class SessionRecordAdmin(BoundedSearchAdmin):
     list_display = (
         "__str__",
         "model",

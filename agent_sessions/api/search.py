@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..exceptions import SearchTooComplex
 from ..storage import orm
 from ..types import SearchResult
 from .errors import ApiError
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
 def _run(fn: Callable[[], list[SearchResult]]) -> list[SearchResult]:
     try:
         return fn()
+    except SearchTooComplex:
+        raise  # 400 "search_too_complex", mapped with the library's errors
     except ValueError as exc:  # a query the engine refuses (never a database error)
         raise ApiError(400, "invalid_query", str(exc) or "Invalid search query.") from None
 

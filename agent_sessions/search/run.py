@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from . import args
+from . import args, cost
 from .plan import ENTRIES, MESSAGES, Filters, Target, finish
 from .query import Query
 
@@ -28,8 +28,9 @@ def search_rows(
 ) -> list[tuple]:
     """Rows of ``target.columns`` (plus a snippet when asked), best match first; ``[]`` if nothing can match.
 
-    ``owner``: only rows whose scope that owner has (``Target.owned_scopes``), filtered in the same query."""
-    query = args.as_query(terms)
+    ``owner``: only rows whose scope that owner has (``Target.owned_scopes``), filtered in the same query.
+    A query past the cost limits (:mod:`.cost`) raises SearchTooComplex before anything runs."""
+    query = cost.check(args.as_query(terms))
     limit, offset = args.page(limit, offset)
     filters = Filters(
         scope=scope,
@@ -58,7 +59,7 @@ def ranked_message_sql(cursor, compile_query: Compiler, query: Query, scope: str
     ``query`` must be non-empty (check with ``bool(query)`` first).
     """
     filters = Filters(scope=scope, limit=args.MAX_PAGE, scan_rows=args.scan_rows(), ranked=True)
-    return compile_query(cursor, query, RANKED_MESSAGES, filters)
+    return compile_query(cursor, cost.check(query), RANKED_MESSAGES, filters)
 
 
 @dataclass(frozen=True)
