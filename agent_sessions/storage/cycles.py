@@ -8,7 +8,6 @@ a simple path (its root the row whose parent is already on it), and log which ro
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from typing import Any
 
 from ..exceptions import MessageCycle
@@ -16,7 +15,7 @@ from ..exceptions import MessageCycle
 logger = logging.getLogger("agent_sessions.cycles")
 
 
-def root_first(rows: Sequence[Sequence[Any]], session_id: str, *, key: int = 0, parent: int = 1) -> Sequence[Any]:
+def root_first(rows: list[Any], session_id: str, *, key: int = 0, parent: int = 1) -> list[Any]:
     """``rows`` (a walk's, root first, the leaf last; ``key`` the id column, ``parent`` the parent
     id's) up to the first repeat seen from the leaf: those below the repeated row.  A walk that
     reached a root (its first row has no parent) has no repeat and costs nothing here."""
@@ -32,7 +31,7 @@ def root_first(rows: Sequence[Sequence[Any]], session_id: str, *, key: int = 0, 
     return rows
 
 
-def leaf_first(rows: Sequence[Sequence[Any]], session_id: str, *, key: int) -> Sequence[Any]:
+def leaf_first(rows: list[Any], session_id: str, *, key: int) -> list[Any]:
     """As :func:`root_first` for rows the leaf first (a recent window's walk)."""
     seen: set[Any] = set()
     for index, row in enumerate(rows):

@@ -393,7 +393,7 @@ class DjangoSessionProvider:
             "FROM path JOIN assistant_messages m ON " + PATH_ROW + " ORDER BY path.n",
             [*walk_params(self.session_id, leaf_id), min_recent, budget, self.session_id],
         )
-        return list(cycles.leaf_first(rows, self.session_id, key=4))
+        return cycles.leaf_first(rows, self.session_id, key=4)
 
     def get_compactions(self) -> list[StoredCompaction]:
         """Every stored overlay of this session, oldest first."""
