@@ -280,11 +280,11 @@ def test_api_history_of_a_cycle_answers_without_a_server_error(api):
     no_query_left_running()
 
 
-@pytest.mark.parametrize("name", ["two", "self", "above"])
+@pytest.mark.parametrize("name", ["two", "self", "above", "only"])
 def test_admin_tree_page_shows_the_session_with_the_cycle_marked(admin_client, session_id, name):
-    rows, leaf, path = SHAPES[name]
+    rows = SHAPES[name][0] if name in SHAPES else [("a", "b"), ("b", "a")]  # only: no root, no leaf
     foreign(session_id, rows)
-    on_cycle = {"two": ["a", "b"], "self": ["s"], "above": ["x", "y", "z"]}[name]
+    on_cycle = {"two": ["a", "b"], "self": ["s"], "above": ["x", "y", "z"], "only": ["a", "b"]}[name]
     with watchdog():
         response = admin_client.get(f"/admin/agent_sessions/sessionrecord/{session_id}/tree/")
     assert response.status_code == 200
