@@ -136,7 +136,8 @@ class MessageQuerySet(models.QuerySet):
     def path(self, leaf_id: str | None = None) -> Self:
         """Root → leaf messages of ``leaf_id`` (the latest leaf when None), in order; one recursive query.
 
-        Empty when the leaf is not in the session.  Chain ``filter``/``values``
+        Empty when the leaf is not in the session; on a stored parent cycle, the rows up to the first
+        repeated one.  Chain ``filter``/``values``
         freely; ``order_by`` replaces the path order.
         """
         session_id = self._scope()
@@ -146,7 +147,10 @@ class MessageQuerySet(models.QuerySet):
             raise ValueError("leaf_id must be a string without NUL characters")
         walk, params = walks.walk(connections[self.db].vendor, session_id, leaf_id)
         clone = self._chain()
-        alias = self._join(clone, "agent_sessions_path", walk + "SELECT seq, n FROM path", params)
+        # Each row once, at its first distance from the leaf: on a parent cycle (the walk goes
+        # round until its bound) that is the path up to the first repeated row.
+        first_seen = walk + "SELECT seq, min(n) AS n FROM path GROUP BY seq"
+        alias = self._join(clone, "agent_sessions_path", first_seen, params)
         return clone.order_by(JoinedColumn(alias, "n", models.IntegerField()).desc())
 
     def search(self, query: object) -> Self:

@@ -123,7 +123,7 @@ class Raw:
             walks.path_cte(self.vendor) + "SELECT m.content FROM path "
             "JOIN assistant_messages m ON m.session_id = path.sid AND m.seq = path.seq "
             "ORDER BY path.n DESC",
-            [session_id, leaf, walks.path_key_prefix(session_id), 10**9],
+            [session_id, leaf, walks.path_key_prefix(session_id), 10**9, session_id],
         )
         return [json.loads(r[0]) for r in cur.fetchall()]
 
@@ -152,7 +152,7 @@ class Raw:
             walks.path_cte(self.vendor).replace("WHERE path.n < %s", "WHERE path.n < %s AND path.n + 1 < " + str(n))
             + "SELECT m.content FROM path JOIN assistant_messages m ON m.session_id = path.sid AND m.seq = path.seq "
             "ORDER BY path.n DESC",
-            [session_id, leaf, walks.path_key_prefix(session_id), 10**9],
+            [session_id, leaf, walks.path_key_prefix(session_id), 10**9, session_id],
         )
         return [json.loads(r[0]) for r in cur.fetchall()]
 
@@ -232,7 +232,7 @@ class Raw:
             " m.text_content, m.tool_text, m.created_at, m.tokens, m.depth, m.path_tokens, m.id FROM path"
             " JOIN assistant_messages m ON m.session_id = path.sid AND m.seq = path.seq ORDER BY path.n DESC"
         )
-        params = [source, leaf, walks.path_key_prefix(source), 10**9, target]
+        params = [source, leaf, walks.path_key_prefix(source), 10**9, source, target]
         if self.vendor == "postgresql":
             with self.conn.transaction():
                 self.register(target)

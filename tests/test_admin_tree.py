@@ -45,6 +45,8 @@ def test_parent_cycles_are_detached_not_looped():
     assert tree.roots == ["a", "s"]  # a self-parent is treated as a root
     assert tree.detached == 2
     assert [n.id for n in tree.path_to("x")] == ["y", "x"]  # the walk stops at the repeat
+    assert tree.cycles == ["x", "y", "s"]  # the rows on a cycle, oldest first, named on the page
+    assert build_tree([node(1, "a", None), node(2, "b", "a")]).cycles == []
 
 
 def test_chain_from_prefers_the_way_to_a_leaf_then_the_latest():

@@ -131,7 +131,7 @@ def test_path_walk_steps_through_the_key_index(session):
 
     bulk_chain(session.session_id, 200)
     walk = path_cte(connection.vendor)
-    params = [session.session_id, "m199", path_key_prefix(session.session_id), 10**6]
+    params = [session.session_id, "m199", path_key_prefix(session.session_id), 10**6, session.session_id]
     with connection.cursor() as cursor:
         explain = "EXPLAIN " if connection.vendor == "postgresql" else "EXPLAIN QUERY PLAN "
         cursor.execute(explain + walk + "SELECT count(*) FROM path", params)

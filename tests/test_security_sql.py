@@ -141,6 +141,7 @@ ALLOWED: dict[str, dict[str, str]] = {
     "storage/visible_tokens.py": {
         "', '.join(['%s'] * len(ids))": "placeholders only",
         "marks": "'%s, %s, …' only",
+        "ROWS_BOUND": "module constant (storage.walks): the walk's cycle guard, a %s placeholder only",
     },
     "storage/appends.py": {
         "COLUMNS": "module constant: the column list",

@@ -56,7 +56,9 @@ def resolve(
     ``focus`` on the selected path keeps the path (else its own latest leaf is selected);
     ``at`` focuses the first message of the path created at or after that time.
     """
-    latest = tree.latest_leaf()
+    # With every row on a parent cycle (stored by another writer) nothing is childless: the newest
+    # row stands in, and its path runs up to the cycle.
+    latest = tree.latest_leaf() or max(tree.nodes.values(), key=lambda n: n.seq, default=None)
     missing = ""
     if leaf and leaf not in tree.nodes:
         missing, leaf = leaf, ""

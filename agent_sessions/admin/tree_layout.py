@@ -40,6 +40,9 @@ class Tree:
     size: dict[str, int] = field(default_factory=dict)
     latest_leaf_in: dict[str, str] = field(default_factory=dict)
     detached: int = 0
+    cycles: list[str] = field(default_factory=list)
+    """Ids of the messages on a parent cycle (a self-parent included), oldest first: stored by
+    another writer, shown with a note naming them."""
 
     @property
     def roots(self) -> list[str]:
@@ -113,12 +116,33 @@ def build_tree(rows: Iterable[Node]) -> Tree:
     """Index nodes by parent; a missing or foreign parent makes a root."""
     nodes = {n.id: n for n in rows}
     children: dict[str | None, list[str]] = {}
+    own_parent = False
     for node in nodes.values():
+        own_parent = own_parent or node.parent_id == node.id
         parent = node.parent_id if node.parent_id in nodes and node.parent_id != node.id else None
         children.setdefault(parent, []).append(node.id)
     tree = Tree(nodes=nodes, children=children)
     _index_subtrees(tree)
+    if tree.detached or own_parent:  # only then can a parent cycle be stored
+        tree.cycles = cycle_members(nodes)
     return tree
+
+
+def cycle_members(nodes: dict[str, Node]) -> list[str]:
+    """Ids of the nodes on a parent cycle, oldest first: each chain of parents is followed once,
+    and a chain that comes back to itself marks the rows from the repeat on."""
+    finished: set[str] = set()
+    members: list[str] = []
+    for start in nodes:
+        trail: dict[str, int] = {}
+        current: str | None = start
+        while current is not None and current in nodes and current not in finished and current not in trail:
+            trail[current] = len(trail)
+            current = nodes[current].parent_id
+        if current is not None and current in trail:
+            members.extend(list(trail)[trail[current] :])
+        finished.update(trail)
+    return sorted(members, key=lambda i: nodes[i].seq)
 
 
 def _index_subtrees(tree: Tree) -> None:

@@ -323,6 +323,7 @@ def tree_context(
         leaf_count=len(leaves),
         branch_points=sum(1 for parent, kids in tree.children.items() if parent is not None and len(kids) > 1),
         detached=tree.detached,
+        cycles=tree.cycles,
         hits=hits,
     )
     return context

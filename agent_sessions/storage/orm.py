@@ -20,7 +20,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from .. import conf
-from ..exceptions import InvalidMessage
+from ..exceptions import InvalidMessage, MessageCycle
 from ..models import Compaction, Message
 from ..overlays import apply_overlays
 from ..reconnect import read_with_retry, ready
@@ -35,7 +35,7 @@ from ..types import (
     message_id,
     stored_fields,
 )
-from . import appends, backends, decode, range_reads, visible_tokens, walks
+from . import appends, backends, cycles, decode, range_reads, visible_tokens, walks
 from .walks import (
     HAS_OVERLAYS,
     LATEST_LEAF,
@@ -47,8 +47,8 @@ from .walks import (
     latest_leaf_params,
     newest_leaf_params,
     path_cte,
-    path_key_prefix,
     recent_cte,
+    walk_params,
 )
 
 OMITTED = object()
@@ -65,10 +65,17 @@ _STORED_ID = "SELECT 1 FROM assistant_messages WHERE session_id = %s AND id = %s
 T = TypeVar("T")
 
 
-def _orphaned_id(message_id: str) -> InvalidMessage:
+def _orphaned_id(message_id: str, *, cycle: bool = False) -> InvalidMessage:
+    """The refusal of an id stored rows name as their parent; :class:`MessageCycle` when the message,
+    stored where it was asked to go, would be its own ancestor."""
+    if cycle:
+        return MessageCycle(
+            f"message id {message_id!r} is named as their parent by messages stored above where it would go: "
+            "storing it would close a parent cycle; use a new id"
+        )
     return InvalidMessage(
         f"message id {message_id!r} was deleted while messages below it stayed, and they still name it as "
-        "their parent: storing it again would re-attach them (and could close a cycle); use a new id"
+        "their parent: storing it again would re-attach them; use a new id"
     )
 
 
@@ -76,7 +83,9 @@ _BULK_DEFAULTS = {"tool_text": ""}
 """Values :meth:`DjangoSessionProvider.insert_rows` uses for keys a row leaves out (NOT NULL columns)."""
 
 # Re-derive depth and running tokens below the given roots (after an update
-# or a delete changed what lies above them).
+# or a delete changed what lies above them).  A walk down the children can only go
+# round a parent cycle by coming back to a root (each row has one parent, so the first
+# row met twice is where the walk began), so it never steps onto a root again.
 # The root depth is cast: bound by the server, a small int parameter arrives as smallint, which the
 # recursive term's integer would not match.
 _REPAIR_SUBTREE = (
@@ -85,7 +94,7 @@ _REPAIR_SUBTREE = (
     "    WHERE session_id = %s AND id IN ({roots})"
     "  UNION ALL"
     "  SELECT c.seq, c.id, sub.depth + 1, sub.path_tokens + c.tokens FROM assistant_messages c JOIN sub"
-    "    ON c.session_id = %s AND c.parent_id = sub.id WHERE sub.depth < %s"
+    "    ON c.session_id = %s AND c.parent_id = sub.id WHERE sub.depth < %s AND c.id NOT IN ({roots})"
     ") "
     "UPDATE assistant_messages SET depth = (SELECT sub.depth FROM sub WHERE sub.seq = assistant_messages.seq), "
     "path_tokens = (SELECT sub.path_tokens FROM sub WHERE sub.seq = assistant_messages.seq) "
@@ -219,11 +228,7 @@ class DjangoSessionProvider:
         return decode.loads(row[0]) if row else None
 
     def _path_params(self, leaf_id: str) -> list:
-        return [self.session_id, leaf_id, path_key_prefix(self.session_id), conf.max_path_depth()]
-
-    def _leaf_params(self, leaf_id: str | None) -> list:
-        """What stands for the leaf in a walk: its id, or the latest-leaf subquery's parameters."""
-        return [leaf_id] if leaf_id is not None else latest_leaf_params(self.session_id)
+        return walk_params(self.session_id, leaf_id)
 
     def _walk(self, leaf_id: str | None) -> tuple[str, list]:
         """The root-ward walk CTE from ``leaf_id`` (None: the latest leaf) and its parameters."""
@@ -266,10 +271,11 @@ class DjangoSessionProvider:
             return decode.loads_many([r[2] for r in ranged[0]])
         cte, params = self._walk(leaf_id)
         rows = self._fetchall(
-            cte + "SELECT m.content FROM path JOIN assistant_messages m ON " + PATH_ROW + " ORDER BY path.n DESC",
+            cte + "SELECT m.id, path.parent_id, m.content FROM path JOIN assistant_messages m ON " + PATH_ROW
+            + " ORDER BY path.n DESC",
             params,
-        )
-        return decode.loads_many([r[0] for r in rows])
+        )  # fmt: skip
+        return decode.loads_many([r[2] for r in cycles.root_first(rows, self.session_id)])
 
     def get_history(self, leaf_id: str | None = None) -> list[dict]:
         """Root→leaf path of ``leaf_id`` (or the latest leaf) with overlays applied; ``[]`` if unknown.
@@ -284,10 +290,11 @@ class DjangoSessionProvider:
         else:
             cte, params = self._walk(leaf_id)
             rows = self._fetchall(
-                cte + f"SELECT NULL, NULL, m.content, CASE WHEN path.n = 0 THEN {HAS_OVERLAYS} END FROM path "
-                "JOIN assistant_messages m ON " + PATH_ROW + " ORDER BY path.n DESC",
+                cte + f"SELECT m.id, path.parent_id, m.content, CASE WHEN path.n = 0 THEN {HAS_OVERLAYS} END "
+                "FROM path JOIN assistant_messages m ON " + PATH_ROW + " ORDER BY path.n DESC",
                 [*params, self.session_id],
             )
+            rows = cycles.root_first(rows, self.session_id)
             has_overlays = rows[-1][3] if rows else None
         if not rows:
             return []
@@ -310,7 +317,7 @@ class DjangoSessionProvider:
             return int(row[1])
         # Rows from a foreign writer carry no depth: count the walk instead.
         walk = path_cte(self.connection.vendor)
-        counted = self._fetchone(walk + "SELECT count(*) FROM path", self._path_params(leaf))
+        counted = self._fetchone(walk + "SELECT count(DISTINCT path.seq) FROM path", self._path_params(leaf))
         return int(counted[0]) if counted else 0
 
     def get_branches(self, message_id: str) -> list[dict]:
@@ -326,10 +333,11 @@ class DjangoSessionProvider:
         cte, params = self._walk(leaf_id)
         size = self.backend.BYTES_EXPR.format(col="m.content")
         rows = self._fetchall(
-            cte + f"SELECT m.id, m.role, {size} FROM path JOIN assistant_messages m ON {PATH_ROW} ORDER BY path.n DESC",
+            cte + f"SELECT m.id, path.parent_id, m.role, {size} FROM path JOIN assistant_messages m ON {PATH_ROW} "
+            "ORDER BY path.n DESC",
             params,
         )
-        return [HistoryRowStat(id=r[0], role=r[1], bytes=int(r[2])) for r in rows]
+        return [HistoryRowStat(id=r[0], role=r[2], bytes=int(r[3])) for r in cycles.root_first(rows, self.session_id)]
 
     def get_recent_history(
         self, leaf_id: str | None = None, *, max_content_bytes: int, min_recent_messages: int = 1
@@ -374,24 +382,18 @@ class DjangoSessionProvider:
         return RecentHistory(messages=messages, truncated=truncated, total_content_bytes=total)
 
     def _walk_recent(self, leaf_id: str | None, min_recent: int, budget: int) -> list[tuple]:
-        """``(n, total, content, has_overlays)`` of the walk that stops one row past the window."""
+        """``(n, total, content, has_overlays, id)`` of the walk that stops one row past the window,
+        up to the first repeated row (a parent cycle)."""
         sql = recent_cte(self.connection.vendor, latest=leaf_id is None).format(
             bytes=self.backend.BYTES_EXPR.format(col="content"),
             mbytes=self.backend.BYTES_EXPR.format(col="m.content"),
         )
-        return self._fetchall(
-            sql + f"SELECT path.n, path.total, m.content, CASE WHEN path.n = 0 THEN {HAS_OVERLAYS} END "
+        rows = self._fetchall(
+            sql + f"SELECT path.n, path.total, m.content, CASE WHEN path.n = 0 THEN {HAS_OVERLAYS} END, m.id "
             "FROM path JOIN assistant_messages m ON " + PATH_ROW + " ORDER BY path.n",
-            [
-                self.session_id,
-                *self._leaf_params(leaf_id),
-                path_key_prefix(self.session_id),
-                conf.max_path_depth(),
-                min_recent,
-                budget,
-                self.session_id,
-            ],
+            [*walk_params(self.session_id, leaf_id), min_recent, budget, self.session_id],
         )
+        return cycles.leaf_first(rows, self.session_id, key=4)
 
     def get_compactions(self) -> list[StoredCompaction]:
         """Every stored overlay of this session, oldest first."""
@@ -446,6 +448,8 @@ class DjangoSessionProvider:
         tokens = estimate_one_message_tokens(message)
         auto = parent_id is OMITTED
         parent = None if auto or parent_id is None else str(parent_id)
+        if parent is not None and parent == message["id"]:
+            raise cycles.refuse(self.session_id, parent, "a message that is its own parent would close")
         connection = self.connection
         now = connection.ops.adapt_datetimefield_value(timezone.now())
         values = [message["id"], self.session_id, message["role"], stored, text, tools, now, tokens]
@@ -454,9 +458,21 @@ class DjangoSessionProvider:
             row = self.backend.locked_insert(cursor, self.session_id, values, parent, auto=auto, stamp=stamp)
         if row is None:
             if self._fetchone(_STORED_ID, [self.session_id, message["id"]]) is None:
-                raise _orphaned_id(message["id"])  # not a duplicate: refused (see storage.appends)
+                # Not a duplicate: refused (see storage.appends); a cycle if it would sit below its children.
+                self._refuse_if_cycle(message["id"], parent if not auto else None, latest=auto)
+                raise _orphaned_id(message["id"])
             return AppendOutcome(inserted=False)
         return AppendOutcome(inserted=True, parent_id=row[1], depth=row[2], path_tokens=row[3])
+
+    def _refuse_if_cycle(self, message_id: str, parent_id: str | None, *, latest: bool = False) -> None:
+        """Raise :class:`MessageCycle` when ``message_id`` (not stored, but named as a parent by stored
+        rows) stored under ``parent_id`` (``latest``: the latest leaf) would be its own ancestor: when
+        a row on the parent's path names it as its parent.  Only on the rare branch of a refused append."""
+        if parent_id is None and not latest:
+            return
+        cte, params = self._walk(None if latest else parent_id)
+        if self._fetchone(cte + "SELECT 1 FROM path WHERE path.parent_id = %s LIMIT 1", [*params, message_id]):
+            raise _orphaned_id(message_id, cycle=True)
 
     def update_message(self, message: dict) -> bool:
         """Replace a stored message's content (same id); re-indexes search. False if absent."""
@@ -532,7 +548,15 @@ class DjangoSessionProvider:
         sql = _REPAIR_SUBTREE.format(root_tokens=f"{int(base_tokens)} + tokens", roots=_placeholders(len(roots)))
         cursor.execute(
             sql,
-            [int(base_depth) + 1, self.session_id, *roots, self.session_id, conf.max_path_depth(), self.session_id],
+            [
+                int(base_depth) + 1,
+                self.session_id,
+                *roots,
+                self.session_id,
+                conf.max_path_depth(),
+                *roots,
+                self.session_id,
+            ],  # fmt: skip
         )
 
     def clear_messages(self) -> None:
@@ -607,6 +631,7 @@ class DjangoSessionProvider:
                 totals = self._stored_totals(ids)  # the first one included
                 orphaned = self._named_as_parents([i for i in ids if i not in totals])
                 if orphaned:
+                    self._refuse_bulk_cycle(ids, set(totals), orphaned)
                     raise _orphaned_id(orphaned[0])
                 now = self.connection.ops.adapt_datetimefield_value(timezone.now())
 
@@ -641,6 +666,14 @@ class DjangoSessionProvider:
 
         return self.backend.retry_if_functions_gone(self.connection, write)
 
+    def _refuse_bulk_cycle(self, ids: list[str], stored: set[str], orphaned: list[str]) -> None:
+        """:meth:`_refuse_if_cycle` for each orphaned id of a chain: its parent would be the nearest
+        id before it that is stored (the rows between are new and chain to it)."""
+        for orphan in orphaned:
+            index = ids.index(orphan)
+            below = next((ids[j] for j in range(index - 1, -1, -1) if ids[j] in stored), None)
+            self._refuse_if_cycle(orphan, below)
+
     def _named_as_parents(self, message_ids: list[str]) -> list[str]:
         """Those of ``message_ids`` that stored rows name as their parent (deleted, children kept)."""
         if not message_ids:
@@ -667,13 +700,18 @@ class DjangoSessionProvider:
         """Root→leaf rows as stored (one query), for copying a path.
 
         Keys: ``id, role, content`` (the JSON text), ``text_content, tool_text, created_at, tokens``.
+        Raises :class:`MessageCycle` when the path goes round a parent cycle: a copy must not
+        carry one, nor quietly drop the rows above it.
         """
         rows = self._fetchall(
             path_cte(self.connection.vendor)
-            + "SELECT m.id, m.role, m.content, m.text_content, m.tool_text, m.created_at, m.tokens "
+            + "SELECT m.id, m.role, m.content, m.text_content, m.tool_text, m.created_at, m.tokens, path.parent_id "
             "FROM path JOIN assistant_messages m ON " + PATH_ROW + " ORDER BY path.n DESC",
             self._path_params(leaf_id),
         )
+        simple = cycles.root_first(rows, self.session_id, parent=7)
+        if len(simple) < len(rows):
+            raise cycles.refuse(self.session_id, simple[0][7], "the path to copy goes round")
         keys = ("id", "role", "content", "text_content", "tool_text", "created_at", "tokens")
         return [dict(zip(keys, (*r[:5], as_datetime(r[5]), r[6]), strict=True)) for r in rows]
 
@@ -688,25 +726,27 @@ class DjangoSessionProvider:
         Returns how many rows it copied (the copies' origins are their ``origin_id``: returning
         each pair cost 11 ms of a 10,000-row fork on SQLite), or 0 with nothing written when
         the leaf is unknown or a row on the path cannot be copied this way (its JSON does not
-        start with its id, or it has no token count: rows from a foreign writer);
-        :func:`agent_sessions.manager.fork.copy_path` then copies in Python.
+        start with its id, or it has no token count: rows from a foreign writer; or the walk went
+        round a parent cycle, its farthest row's parent being on it);
+        :func:`agent_sessions.manager.fork.copy_path` then copies in Python (or refuses a cycle).
         """
         backend = self.backend
         quote = backend.JSON_QUOTE_EXPR.format(col="m.id")
         sql = (
             copy_cte(self.connection.vendor, backend.RANDOM_HEX_EXPR) + ", src AS MATERIALIZED ("
             "SELECT m.id, m.role, m.content, m.text_content, m.tool_text, m.created_at, m.tokens, path.n, path.acc, "
-            "path.h AS new_id, path.parent_h AS parent_new, "
+            "path.h AS new_id, path.parent_h AS parent_new, path.parent_id, "
             f"'{{\"id\":' || {quote} AS old_prefix "
             "FROM path JOIN assistant_messages m ON " + PATH_ROW + "), "
             # The copy's root: the row farthest from the leaf, and the total from the leaf up to it.
-            "root AS (SELECT src.n, src.acc FROM src ORDER BY src.n DESC LIMIT 1) "
+            "root AS (SELECT src.n, src.acc, src.parent_id FROM src ORDER BY src.n DESC LIMIT 1) "
             f"INSERT INTO assistant_messages ({_COPY_COLUMNS}) "
             "SELECT c.new_id, %s, CASE WHEN c.n = root.n THEN NULL ELSE c.parent_new END, c.role, "
             "'{\"id\":\"' || c.new_id || '\"' || substr(c.content, length(c.old_prefix) + 1), "
             "c.text_content, c.tool_text, c.created_at, c.tokens, root.n - c.n + 1, root.acc - c.acc + c.tokens, c.id "
             "FROM src c CROSS JOIN root WHERE NOT EXISTS (SELECT 1 FROM src bad WHERE bad.tokens IS NULL "
             "OR substr(bad.content, 1, length(bad.old_prefix)) <> bad.old_prefix) "
+            "AND NOT EXISTS (SELECT 1 FROM src again WHERE again.id = root.parent_id) "
             "ORDER BY c.n DESC"
         )
         with self.connection.cursor() as cursor, backend.deferred_indexing(cursor, target_session_id, None):

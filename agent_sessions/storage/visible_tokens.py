@@ -19,6 +19,7 @@ from .. import conf
 from ..overlays import summary_message
 from ..tokens import estimate_one_message_tokens
 from ..types import StoredCompaction
+from .walks import ROWS_BOUND
 
 Fetch = Callable[[str, list], list[tuple]]
 
@@ -27,15 +28,16 @@ _ROWS = (
 )
 
 # Walk root-ward from ``cursor`` and return the first node (the cursor included) that ends an
-# overlay; stops at depth ``min_depth`` since no overlay ends above it.
+# overlay; stops at depth ``min_depth`` since no overlay ends above it, and on a parent cycle
+# as every walk does (walks.ROWS_BOUND).
 _NEXT_OVERLAY_END = (
-    "WITH RECURSIVE walk(id, parent_id, n) AS ("
-    "  SELECT id, parent_id, 0 FROM assistant_messages WHERE session_id = %s AND id = %s"
+    "WITH RECURSIVE path(seq, id, parent_id, n) AS ("
+    "  SELECT seq, id, parent_id, 0 FROM assistant_messages WHERE session_id = %s AND id = %s"
     "  UNION ALL"
-    "  SELECT m.id, m.parent_id, walk.n + 1 FROM assistant_messages m JOIN walk"
-    "    ON m.session_id = %s AND m.id = walk.parent_id"
-    "  WHERE walk.id NOT IN ({stops}) AND m.depth >= %s AND walk.n < %s"
-    ") SELECT id FROM walk WHERE id IN ({stops}) ORDER BY n LIMIT 1"
+    "  SELECT m.seq, m.id, m.parent_id, path.n + 1 FROM assistant_messages m JOIN path"
+    "    ON m.session_id = %s AND m.id = path.parent_id"
+    "  WHERE path.id NOT IN ({stops}) AND m.depth >= %s AND path.n < %s AND " + ROWS_BOUND + ") "
+    "SELECT id FROM path WHERE id IN ({stops}) ORDER BY n LIMIT 1"
 )
 
 _MAX_OVERLAY_IDS = 500  # beyond this the estimate falls back to reading the history
@@ -104,10 +106,14 @@ def _swap_visible_overlays(
     total = int(leaf.path_tokens)
     cursor: str | None = leaf_id
     depth = leaf.depth
+    ends: set[str] = set()
     while cursor is not None and depth is not None and depth >= min_depth:
         end_id = _next_overlay_end(fetchall, session_id, cursor, stops, min_depth)
         if end_id is None:
             break
+        if end_id in ends:
+            raise _Irregular  # the path went round a parent cycle: the read cuts it
+        ends.add(end_id)
         shown = _visible_at(end_id, by_end[end_id], rows, overlays, order)
         end = rows[end_id]
         if shown is None:
@@ -124,7 +130,7 @@ def _next_overlay_end(fetchall: Fetch, session_id: str, cursor: str, stops: list
     marks = ", ".join(["%s"] * len(stops))
     rows = fetchall(
         _NEXT_OVERLAY_END.format(stops=marks),
-        [session_id, cursor, session_id, *stops, min_depth, conf.max_path_depth(), *stops],
+        [session_id, cursor, session_id, *stops, min_depth, conf.max_path_depth(), session_id, *stops],
     )
     return rows[0][0] if rows else None
 

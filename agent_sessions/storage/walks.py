@@ -117,14 +117,26 @@ _STEP = {
     ),
 }
 
+# What stops a walk on any stored tree: a parent stored before its child (every row this
+# library writes) is always a step down in ``seq``, and steps down alone cannot go round; a
+# step to a parent stored later (an import written leaf first) or to itself is taken only
+# while the walk is shorter than the session has rows, which no simple path can exceed.  A
+# parent cycle always has such a step (its seqs cannot all fall), so a walk into one stops
+# after at most twice the session's rows and the readers cut it at the first repeated row
+# (:func:`agent_sessions.storage.cycles.root_first`).  The count is an uncorrelated subquery,
+# run once per statement and only at such a step: the usual walk never runs it.  Parameter:
+# the session id.
+ROWS_BOUND = (
+    "(m.seq < path.seq OR path.n < (SELECT count(*) FROM assistant_messages every_row WHERE every_row.session_id = %s))"
+)
+
 # Root-ward walk from a leaf, carrying only keys; ``n`` is the distance from
-# the leaf.  The depth guard only stops a parent cycle a foreign writer made.
+# the leaf.  The depth guard is ``MAX_PATH_DEPTH``; the cycle guard ``ROWS_BOUND``.
 _PATH_TEMPLATE = (
     "WITH RECURSIVE path(seq, sid, parent_id, n) AS ("
     "  SELECT seq, session_id, parent_id, 0 FROM assistant_messages WHERE session_id = %s AND id = {leaf}"
     "  UNION ALL"
-    "  SELECT m.seq, m.session_id, m.parent_id, path.n + 1 {step} WHERE path.n < %s"
-    ") "
+    "  SELECT m.seq, m.session_id, m.parent_id, path.n + 1 {step} WHERE path.n < %s AND " + ROWS_BOUND + ") "
 )
 
 # Recent suffix: the walk stops one row after the byte budget is spent.
@@ -133,7 +145,7 @@ _RECENT_TEMPLATE = (
     "  SELECT seq, session_id, parent_id, 0, {{bytes}} FROM assistant_messages WHERE session_id = %s AND id = {leaf}"
     "  UNION ALL"
     "  SELECT m.seq, m.session_id, m.parent_id, path.n + 1, path.total + {{mbytes}} {step}"
-    "  WHERE path.n < %s AND (path.n < %s OR path.total <= %s)"
+    "  WHERE path.n < %s AND " + ROWS_BOUND + " AND (path.n < %s OR path.total <= %s)"
     ") "
 )
 
@@ -149,8 +161,7 @@ _COPY_TEMPLATE = (
     "  WHERE session_id = %s AND id = {leaf}"
     "  UNION ALL"
     "  SELECT m.seq, m.session_id, m.parent_id, path.n + 1, path.acc + m.tokens, path.parent_h, {{random}} {step}"
-    "  WHERE path.n < %s"
-    ") "
+    "  WHERE path.n < %s AND " + ROWS_BOUND + ") "
 )
 
 # The same walks may start from the latest leaf, found inside the same query
@@ -172,8 +183,10 @@ _COPY_CTES = _walks(_COPY_TEMPLATE)
 
 
 def path_cte(vendor: str, *, latest: bool = False) -> str:
-    """The root-ward walk CTE ``path(seq, sid, parent_id, n)``; parameters: session id, leaf id
-    (or :func:`latest_leaf_params` when ``latest``), :func:`path_key_prefix`, depth limit."""
+    """The root-ward walk CTE ``path(seq, sid, parent_id, n)``; parameters: :func:`walk_params`.
+
+    On a parent cycle the walk goes round until ``ROWS_BOUND`` stops it: its rows then repeat,
+    and a reader keeps those before the first repeat."""
     return _PATH_CTES[vendor, latest]
 
 
@@ -195,9 +208,14 @@ HAS_OVERLAYS = "(SELECT 1 FROM assistant_compactions o WHERE o.session_id = %s L
 PATH_ROW = "m.session_id = path.sid AND m.seq = path.seq"
 
 
+def walk_params(session_id: str, leaf_id: str | None) -> list:
+    """The parameters of a walk from ``leaf_id`` (None: the latest leaf): the session, the leaf (or
+    :func:`latest_leaf_params`), :func:`path_key_prefix`, the depth limit, the session (``ROWS_BOUND``)."""
+    leaf = [leaf_id] if leaf_id is not None else latest_leaf_params(session_id)
+    return [session_id, *leaf, path_key_prefix(session_id), conf.max_path_depth(), session_id]
+
+
 def walk(vendor: str, session_id: str, leaf_id: str | None) -> tuple[str, list]:
     """The root-ward walk CTE ``path(seq, sid, parent_id, n)`` from ``leaf_id`` (None: the latest leaf)
     and its parameters; ``n`` is 0 at the leaf.  Follow it with a SELECT over ``path``."""
-    leaf = [leaf_id] if leaf_id is not None else latest_leaf_params(session_id)
-    params = [session_id, *leaf, path_key_prefix(session_id), conf.max_path_depth()]
-    return path_cte(vendor, latest=leaf_id is None), params
+    return path_cte(vendor, latest=leaf_id is None), walk_params(session_id, leaf_id)
