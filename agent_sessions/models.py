@@ -150,10 +150,14 @@ class ContextBlockRecord(models.Model):
     label = models.TextField(primary_key=True)
     content = models.TextField(default="")
     updated_at = models.DateTimeField(default=timezone.now, db_default=Now())
+    session_id = models.TextField(  # noqa: DJ001 - NULL (no known owner) differs from the default namespace ''
+        null=True, blank=True, help_text="The owning session (NULL: no known owner, e.g. a foreign writer's row)."
+    )
 
     class Meta:
         db_table = "cf_agents_context_blocks"
         verbose_name = "context block"
+        indexes = [models.Index(fields=["session_id"], name="cf_agents_blocks_owner_idx")]
 
     def __str__(self) -> str:
         return self.label
@@ -168,10 +172,14 @@ class SearchEntry(models.Model):
     content = models.TextField()
     created_at = models.DateTimeField(default=timezone.now, db_default=Now())
     updated_at = models.DateTimeField(default=timezone.now, db_default=Now())
+    session_id = models.TextField(  # noqa: DJ001 - NULL (no known owner) differs from the default namespace ''
+        null=True, blank=True, help_text="The owning session (NULL: no known owner, e.g. a foreign writer's row)."
+    )
 
     class Meta:
         db_table = "cf_agents_search_entries"
         verbose_name_plural = "search entries"
+        indexes = [models.Index(fields=["session_id"], name="cf_agents_entries_owner_idx")]
         constraints = [models.UniqueConstraint(fields=["label", "key"], name="cf_agents_search_entries_uniq")]
 
     def __str__(self) -> str:
