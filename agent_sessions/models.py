@@ -144,6 +144,44 @@ class SessionRecord(models.Model):
         return self.name or self.id
 
 
+PROMPT_KEY = "_system_prompt"
+"""The stored prompt's label; a session's is ``_system_prompt_<session id>``."""
+
+
+def owner_candidates(key: str) -> list[str]:
+    """Every id ``i`` for which ``key`` reads ``<label>_<i>`` with a non-empty label, longest first.
+
+    The bare ``_system_prompt`` is the default namespace's stored prompt, never a session's.
+    """
+    if key == PROMPT_KEY:
+        return []
+    return [key[i + 1 :] for i in range(1, len(key) - 1) if key[i] == "_"]
+
+
+def registered_owners(using: str | None, key: str) -> list[str]:
+    """The registered session ids (``assistant_sessions``) among :func:`owner_candidates` of ``key``, longest first."""
+    ids = owner_candidates(key)
+    if not ids:
+        return []
+    found = set(SessionRecord.objects.using(using).filter(id__in=ids).values_list("id", flat=True))
+    return [i for i in ids if i in found]
+
+
+def infer_owner(using: str | None, key: str) -> str | None:
+    """The owner of a row keyed ``key`` whose writer named none: the longest registered id it ends with."""
+    found = registered_owners(using, key)
+    return found[0] if found else None
+
+
+def adopt_owner(row: ContextBlockRecord | SearchEntry, using: str | None) -> None:
+    """A row saved without an owner takes the one :func:`infer_owner` gives its key.
+
+    Ownerless rows stay possible (raw SQL, the seed's providers); ``''`` is the default namespace's.
+    """
+    if row.session_id is None and row.label:
+        row.session_id = infer_owner(using or row._state.db, row.label)
+
+
 class ContextBlockRecord(models.Model):
     """Persistent content of a context block or stored prompt (``cf_agents_context_blocks``)."""
 
@@ -161,6 +199,10 @@ class ContextBlockRecord(models.Model):
 
     def __str__(self) -> str:
         return self.label
+
+    def save(self, *args, **kwargs) -> None:
+        adopt_owner(self, kwargs.get("using"))
+        super().save(*args, **kwargs)
 
 
 class SearchEntry(models.Model):
@@ -184,6 +226,10 @@ class SearchEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.label}:{self.key}"
+
+    def save(self, *args, **kwargs) -> None:
+        adopt_owner(self, kwargs.get("using"))
+        super().save(*args, **kwargs)
 
 
 class CompactionJob(models.Model):

@@ -32,7 +32,7 @@ class DjangoContextProvider:
     ``key`` is the row's ``label``; without one, the block label passed to
     :meth:`init` is used.  ``get()`` returns None when no row exists, so "never
     stored" stays distinct from an empty stored value.  ``session_id`` is the owner
-    written into the row (``''``: none); without one, the registered session the key
+    written into the row (``''``: the default namespace); without one, the registered session the key
     ends with ``_<id>`` of (the longest such id), if any (storage/owners.py).
     """
 

@@ -14,6 +14,8 @@ The session-delete triggers then delete a session's owned rows and its ownerless
 (exact key ``_system_prompt_<id>``) only.  Every statement is written out here, per vendor.
 """
 
+import json
+
 import pgtrigger.compiler
 import pgtrigger.migrations
 from django.db import migrations, models
@@ -24,16 +26,16 @@ ENTRIES = "cf_agents_search_entries"
 CHUNK = 500
 
 ADD_COLUMNS = [
-    f"ALTER TABLE {BLOCKS} ADD COLUMN session_id text NULL",
-    f"ALTER TABLE {ENTRIES} ADD COLUMN session_id text NULL",
-    f"CREATE INDEX cf_agents_blocks_owner_idx ON {BLOCKS} (session_id)",
-    f"CREATE INDEX cf_agents_entries_owner_idx ON {ENTRIES} (session_id)",
+    "ALTER TABLE cf_agents_context_blocks ADD COLUMN session_id text NULL",
+    "ALTER TABLE cf_agents_search_entries ADD COLUMN session_id text NULL",
+    "CREATE INDEX cf_agents_blocks_owner_idx ON cf_agents_context_blocks (session_id)",
+    "CREATE INDEX cf_agents_entries_owner_idx ON cf_agents_search_entries (session_id)",
 ]
 DROP_COLUMNS = [
     "DROP INDEX cf_agents_blocks_owner_idx",
     "DROP INDEX cf_agents_entries_owner_idx",
-    f"ALTER TABLE {BLOCKS} DROP COLUMN session_id",
-    f"ALTER TABLE {ENTRIES} DROP COLUMN session_id",
+    "ALTER TABLE cf_agents_context_blocks DROP COLUMN session_id",
+    "ALTER TABLE cf_agents_search_entries DROP COLUMN session_id",
 ]
 
 _CASCADE_HEAD = """CREATE TRIGGER IF NOT EXISTS agent_sessions_cascade_session_delete
@@ -145,16 +147,30 @@ def _candidates(key):
     return [key[i + 1 :] for i in range(1, len(key) - 1) if key[i] == "_"]
 
 
-def _owners(cursor, labels):
+# Registered ids among a JSON array of candidates, per vendor.
+REGISTERED = {
+    "sqlite": "SELECT id FROM assistant_sessions WHERE id IN (SELECT value FROM json_each(%s))",
+    "postgresql": "SELECT id FROM assistant_sessions WHERE id IN (SELECT jsonb_array_elements_text(%s::jsonb))",
+}
+# The next ownerless labels of a table after a given one (keyset order), and their backfill.
+NEXT_LABELS = {
+    BLOCKS: "SELECT label FROM cf_agents_context_blocks WHERE session_id IS NULL AND label > %s "
+    "ORDER BY label LIMIT %s",
+    ENTRIES: "SELECT DISTINCT label FROM cf_agents_search_entries WHERE session_id IS NULL AND label > %s "
+    "ORDER BY label LIMIT %s",
+}
+SET_OWNER = {
+    BLOCKS: "UPDATE cf_agents_context_blocks SET session_id = %s WHERE label = %s AND session_id IS NULL",
+    ENTRIES: "UPDATE cf_agents_search_entries SET session_id = %s WHERE label = %s AND session_id IS NULL",
+}
+
+
+def _owners(cursor, vendor, labels):
     """``{label: owner}``: the longest registered id among each label's candidates."""
     wanted = sorted({c for label in labels for c in _candidates(label)})
     registered = set()
     for start in range(0, len(wanted), CHUNK):
-        chunk = wanted[start : start + CHUNK]
-        cursor.execute(
-            f"SELECT id FROM assistant_sessions WHERE id IN ({', '.join(['%s'] * len(chunk))})",  # noqa: S608
-            chunk,
-        )
+        cursor.execute(REGISTERED[vendor], [json.dumps(wanted[start : start + CHUNK])])
         registered.update(row[0] for row in cursor.fetchall())
     found = {}
     for label in labels:
@@ -164,26 +180,18 @@ def _owners(cursor, labels):
     return found
 
 
-def _fill(cursor, table):
-    """Backfill ``table``'s ownerless rows, a chunk of labels at a time (keyset order)."""
+def _fill(cursor, vendor, table):
+    """Backfill ``table``'s ownerless rows, a chunk of labels at a time."""
     after = ""
     while True:
-        cursor.execute(
-            f"SELECT DISTINCT label FROM {table} WHERE session_id IS NULL AND label > %s "  # noqa: S608
-            "ORDER BY label LIMIT %s",
-            [after, CHUNK],
-        )
+        cursor.execute(NEXT_LABELS[table], [after, CHUNK])
         labels = [row[0] for row in cursor.fetchall()]
         if not labels:
             return
         after = labels[-1]
-        owners = _owners(cursor, labels)
-        if not owners:
-            continue
-        cursor.executemany(
-            f"UPDATE {table} SET session_id = %s WHERE label = %s AND session_id IS NULL",  # noqa: S608
-            [(owner, label) for label, owner in owners.items()],
-        )
+        owners = _owners(cursor, vendor, labels)
+        if owners:
+            cursor.executemany(SET_OWNER[table], [(owner, label) for label, owner in owners.items()])
 
 
 def forwards(apps, schema_editor):
@@ -193,8 +201,8 @@ def forwards(apps, schema_editor):
     with schema_editor.connection.cursor() as cursor:
         for statement in ADD_COLUMNS:
             cursor.execute(statement)
-        _fill(cursor, BLOCKS)
-        _fill(cursor, ENTRIES)
+        _fill(cursor, vendor, BLOCKS)
+        _fill(cursor, vendor, ENTRIES)
         if vendor == "sqlite":
             cursor.execute(_SQLITE_DROP_CASCADE)
             cursor.execute(SQLITE_CASCADE_BY_OWNER)

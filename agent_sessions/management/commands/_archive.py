@@ -291,7 +291,7 @@ def import_session(using: str, document: dict) -> int:
         ContextBlockRecord(
             label=b["label"],
             content=b.get("content", ""),
-            session_id=session_id or None,
+            session_id=session_id,
             **_stamps(updated_at=b.get("updated_at")),
         )
         for b in document.get("context_blocks", [])
@@ -301,7 +301,7 @@ def import_session(using: str, document: dict) -> int:
             label=e["label"],
             key=e["key"],
             content=e["content"],
-            session_id=session_id or None,
+            session_id=session_id,
             **_stamps(created_at=e.get("created_at"), updated_at=e.get("updated_at")),
         )
         for e in document.get("search_entries", [])
