@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from ..manager.rows import known_labels
 from ..models import ContextBlockRecord
@@ -44,7 +44,8 @@ def block_keys(session_id: str) -> tuple[list[str], str]:
 def _rows(session_id: str, using: str) -> QuerySet:
     """The session's own rows (owned, or ownerless under its exact keys) and the default namespace's prompt."""
     own = owners.owned(ContextBlockRecord, using, session_id, known_labels())
-    return own | ContextBlockRecord.objects.using(using).filter(label=PROMPT_KEY, session_id__isnull=True)
+    shared = Q(label=PROMPT_KEY) & (Q(session_id__isnull=True) | Q(session_id=""))
+    return own | ContextBlockRecord.objects.using(using).filter(shared)
 
 
 def load_panel(session_id: str, created_at: object, *, using: str) -> ContextPanel:
