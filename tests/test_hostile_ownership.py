@@ -19,7 +19,6 @@ from django.utils import timezone
 
 from agent_sessions import DjangoSearchProvider, SessionManager
 from agent_sessions.admin.context_panel import block_text, load_panel
-from agent_sessions.checks import check_ambiguous_owners
 from agent_sessions.models import ContextBlockRecord, SearchEntry, SessionRecord
 from tests.conftest import msg
 from tests.support.scratch import migration_steps
@@ -257,6 +256,8 @@ def test_a_provider_given_no_owner_takes_the_longest_registered_id(db):
 
 
 def test_the_ambiguity_check_lists_rows_several_sessions_could_own(manager):
+    from agent_sessions.checks import check_ambiguous_owners
+
     warnings = check_ambiguous_owners(databases=["default"])
     assert [w.id for w in warnings] == ["agent_sessions.W030"]
     assert f"cf_agents_context_blocks.memory_{LONG} → {LONG} (also {SHORT})" in warnings[0].msg

@@ -26,7 +26,8 @@ BASE = "/admin/agent_sessions/sessionrecord"
 
 
 def rows(session_id: str) -> dict[str, int]:
-    """Rows that belong to ``session_id`` in every table, counted with plain SQL (blocks and entries: by owner)."""
+    """Rows that belong to ``session_id`` in every table, counted with plain SQL."""
+    suffix = f"%\\_{session_id}"
     queries = {
         "assistant_sessions": ("SELECT count(*) FROM assistant_sessions WHERE id = %s", session_id),
         "assistant_messages": ("SELECT count(*) FROM assistant_messages WHERE session_id = %s", session_id),
@@ -36,12 +37,12 @@ def rows(session_id: str) -> dict[str, int]:
             session_id,
         ),
         "cf_agents_context_blocks": (
-            "SELECT count(*) FROM cf_agents_context_blocks WHERE session_id = %s",
-            session_id,
+            "SELECT count(*) FROM cf_agents_context_blocks WHERE label LIKE %s ESCAPE '\\'",
+            suffix,
         ),
         "cf_agents_search_entries": (
-            "SELECT count(*) FROM cf_agents_search_entries WHERE session_id = %s",
-            session_id,
+            "SELECT count(*) FROM cf_agents_search_entries WHERE label LIKE %s ESCAPE '\\'",
+            suffix,
         ),
     }
     with connection.cursor() as cursor:
@@ -71,9 +72,9 @@ def populate(session_id: str, owner=None) -> str:
     session.append_message(msg("a1", "assistant", "zanzibar answer"))
     session.append_message(msg("a2", "assistant", "zanzibar other answer"), "u1")
     session.add_compaction("summary", "u1", "a1")
-    ContextBlockRecord.objects.create(label=f"memory_{session_id}", content="remember", session_id=session_id)
-    ContextBlockRecord.objects.create(label=f"_system_prompt_{session_id}", content="prompt", session_id=session_id)
-    SearchEntry.objects.create(label=f"notes_{session_id}", key="k", content="zanzibar note", session_id=session_id)
+    ContextBlockRecord.objects.create(label=f"memory_{session_id}", content="remember")
+    ContextBlockRecord.objects.create(label=f"_system_prompt_{session_id}", content="prompt")
+    SearchEntry.objects.create(label=f"notes_{session_id}", key="k", content="zanzibar note")
     CompactionJob.objects.create(session_id=session_id)
     assert rows(session_id) == FULL
     return session_id
