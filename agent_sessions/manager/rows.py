@@ -151,9 +151,9 @@ def known_labels(*extra: Iterable[str]) -> set[str]:
     """
     labels = {label for group in extra for label in group}
     for name in registry.names():
-        factory = registry.get(name)
-        if hasattr(factory, "context_labels"):
-            labels.update(factory.context_labels())
+        context_labels = getattr(registry.get(name), "context_labels", None)
+        if callable(context_labels):
+            labels.update(context_labels())
     return labels
 
 

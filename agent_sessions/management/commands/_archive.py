@@ -154,7 +154,7 @@ def check_document(document: Any) -> str:
     return session_id
 
 
-def _labels(document: dict) -> tuple[list[str], set[str]]:
+def _labels(document: dict) -> tuple[list[str], set[Any]]:
     """The block labels and search entry labels the document writes."""
     blocks = [b["label"] for b in document.get("context_blocks", [])]
     entries = {e.get("label") for e in document.get("search_entries", []) if isinstance(e, dict)}
