@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db import connections, router
+from django.db.models import Q
 from django.utils import timezone
 
 from ..models import ContextBlockRecord, SearchEntry
@@ -33,7 +34,8 @@ class DjangoContextProvider:
     :meth:`init` is used.  ``get()`` returns None when no row exists, so "never
     stored" stays distinct from an empty stored value.  ``session_id`` is the owner
     written into the row (``''``: the default namespace); without one, the registered session the key
-    ends with ``_<id>`` of (the longest such id), if any (storage/owners.py).
+    ends with ``_<id>`` of (the longest such id), if any (storage/owners.py).  With a
+    session id, a row under the key that another session owns reads as absent.
     """
 
     def __init__(self, key: str | None = None, *, using: str | None = None, session_id: str | None = None) -> None:
@@ -61,9 +63,16 @@ class DjangoContextProvider:
         """The owner column of the rows this provider writes."""
         return owners.owner_for(self._db(), self._key(), self.session_id)
 
+    def _row(self):
+        """The row under the key; a session's provider sees it only when the session or nobody owns it."""
+        rows = ContextBlockRecord.objects.using(self._db()).filter(label=self._key())
+        if self.session_id:
+            rows = rows.filter(Q(session_id=self.session_id) | Q(session_id__isnull=True))
+        return rows
+
     def get(self) -> str | None:
         """The stored content, or None when nothing was ever stored under the key."""
-        row = ContextBlockRecord.objects.using(self._db()).filter(label=self._key()).values_list("content").first()
+        row = self._row().values_list("content").first()
         return None if row is None else row[0]
 
     def set(self, content: str) -> None:
@@ -82,7 +91,7 @@ class DjangoContextProvider:
 
     def delete(self) -> bool:
         """Remove the row; True if one existed."""
-        deleted, _ = ContextBlockRecord.objects.using(self._db()).filter(label=self._key()).delete()
+        deleted, _ = self._row().delete()
         return bool(deleted)
 
 
