@@ -334,3 +334,21 @@ def test_the_upgrade_gives_existing_rows_the_longest_registered_id():
         "memory_user_chat",
     ]
     assert state["ambiguous"] == ["agent_sessions.W030"]
+
+
+_BACK_AND_FORTH = """
+import django, os, sys; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'project.settings'); django.setup()
+from django.db import connection
+with connection.cursor() as c:
+    c.execute("INSERT INTO assistant_sessions (id, name) VALUES ('z', '')")
+    c.execute("INSERT INTO cf_agents_context_blocks (label, content) VALUES ('memory_z', ''), ('_system_prompt_z', '')")
+    c.execute("DELETE FROM assistant_sessions WHERE id = 'z'")
+    c.execute("SELECT label FROM cf_agents_context_blocks ORDER BY label")
+    print(','.join(r[0] for r in c.fetchall()) or '-')
+    c.execute("DELETE FROM cf_agents_context_blocks")
+"""
+
+
+def test_the_upgrade_goes_back_and_forth():
+    """Back at 0027 the suffix cascade returns (memory_z goes too); at 0028 an ownerless memory_z stays."""
+    assert migration_steps(_BACK_AND_FORTH, ("0028", "0027", "0028")) == ["memory_z", "-", "memory_z"]

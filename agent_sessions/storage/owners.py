@@ -17,9 +17,11 @@ from collections.abc import Iterable
 from django.db import models
 from django.db.models import Q
 
-from ..models import PROMPT_KEY, ContextBlockRecord, SearchEntry, infer_owner, registered_owners
+from ..models import PROMPT_KEY, ContextBlockRecord, SearchEntry, SessionRecord, infer_owner, owner_candidates
 
 __all__ = ["PROMPT_KEY", "ambiguous_rows", "exact_keys", "infer_owner", "owned", "owner_for"]
+
+CHUNK = 500
 
 
 def exact_keys(session_id: str, labels: Iterable[str]) -> list[str]:
@@ -47,11 +49,21 @@ def owner_for(using: str, key: str, session_id: str | None) -> str | None:
     return infer_owner(using, key)
 
 
+def _registered(using: str, ids: set[str]) -> set[str]:
+    """The registered session ids among ``ids`` (one query per chunk of them)."""
+    wanted, found = sorted(ids), set()
+    for start in range(0, len(wanted), CHUNK):
+        chunk = wanted[start : start + CHUNK]
+        found.update(SessionRecord.objects.using(using).filter(id__in=chunk).values_list("id", flat=True))
+    return found
+
+
 def ambiguous_rows(using: str, limit: int = 100) -> list[tuple[str, str, str, list[str]]]:
     """Rows whose key ends with ``_<id>`` of several registered sessions: ``(table, label, owner, others)``.
 
     ``owner`` is the stored owner (``''`` when none); ``others`` the other registered
-    sessions the key could also belong to.  At most ``limit`` rows.
+    sessions the key could also belong to.  At most ``limit`` rows; the tables are read
+    in chunks, one registry query per chunk.
     """
     found: list[tuple[str, str, str, list[str]]] = []
     tables: list[tuple[str, models.QuerySet]] = [
@@ -59,10 +71,23 @@ def ambiguous_rows(using: str, limit: int = 100) -> list[tuple[str, str, str, li
         (SearchEntry._meta.db_table, SearchEntry.objects.using(using).values_list("label", "session_id").distinct()),
     ]
     for table, rows in tables:
-        for label, owner in rows.filter(label__contains="_").order_by("label").iterator(chunk_size=2_000):
-            ids = registered_owners(using, label)
-            if len(ids) > 1:
-                found.append((table, label, owner if owner is not None else "", [i for i in ids if i != owner]))
-                if len(found) >= limit:
-                    return found
+        chunk: list[tuple[str, str | None]] = []
+        for row in rows.filter(label__contains="_").order_by("label").iterator(chunk_size=CHUNK):
+            chunk.append(row)
+            if len(chunk) == CHUNK:
+                found += _ambiguous(using, table, chunk)
+                chunk = []
+        found += _ambiguous(using, table, chunk)
+        if len(found) >= limit:
+            break
+    return found[:limit]
+
+
+def _ambiguous(using: str, table: str, rows: list[tuple[str, str | None]]) -> list[tuple[str, str, str, list[str]]]:
+    registered = _registered(using, {c for label, _ in rows for c in owner_candidates(label)})
+    found = []
+    for label, owner in rows:
+        ids = [c for c in owner_candidates(label) if c in registered]
+        if len(ids) > 1:
+            found.append((table, label, owner if owner is not None else "", [i for i in ids if i != owner]))
     return found
