@@ -298,3 +298,38 @@ def check_search_session_index(app_configs=None, databases=None, **kwargs):
                 )
             )
     return warnings
+
+
+AMBIGUOUS_SHOWN = 20
+
+
+@checks.register(checks.Tags.database)
+def check_ambiguous_owners(app_configs=None, databases=None, **kwargs):
+    """Context blocks and search entries whose key ends with ``_<id>`` of several registered sessions
+    (``memory_user_X`` with sessions ``X`` and ``user_X``): the upgrade gave them the longest id."""
+    from django.db import DatabaseError
+
+    from .storage import owners
+
+    warnings = []
+    for alias in databases or []:
+        try:
+            found = owners.ambiguous_rows(alias, limit=AMBIGUOUS_SHOWN)
+        except DatabaseError:  # not migrated yet
+            continue
+        if not found:
+            continue
+        listed = "; ".join(
+            f"{table}.{label} → {owner or 'no owner'} (also {', '.join(others)})"
+            for table, label, owner, others in found
+        )
+        warnings.append(
+            checks.Warning(
+                f"Database '{alias}': {len(found)}{'+' if len(found) >= AMBIGUOUS_SHOWN else ''} context "
+                f"block/search entry row(s) could belong to several sessions: {listed}.",
+                hint="Each was given the session with the longest id it ends with; if another session owns it, "
+                "set its session_id column to that session's id (see docs/data-model.md, 'Ownership').",
+                id="agent_sessions.W030",
+            )
+        )
+    return warnings

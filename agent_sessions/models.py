@@ -144,19 +144,65 @@ class SessionRecord(models.Model):
         return self.name or self.id
 
 
+PROMPT_KEY = "_system_prompt"
+"""The stored prompt's label; a session's is ``_system_prompt_<session id>``."""
+
+
+def owner_candidates(key: str) -> list[str]:
+    """Every id ``i`` for which ``key`` reads ``<label>_<i>`` with a non-empty label, longest first.
+
+    The bare ``_system_prompt`` is the default namespace's stored prompt, never a session's.
+    """
+    if key == PROMPT_KEY:
+        return []
+    return [key[i + 1 :] for i in range(1, len(key) - 1) if key[i] == "_"]
+
+
+def registered_owners(using: str | None, key: str) -> list[str]:
+    """The registered session ids (``assistant_sessions``) among :func:`owner_candidates` of ``key``, longest first."""
+    ids = owner_candidates(key)
+    if not ids:
+        return []
+    found = set(SessionRecord.objects.using(using).filter(id__in=ids).values_list("id", flat=True))
+    return [i for i in ids if i in found]
+
+
+def infer_owner(using: str | None, key: str) -> str | None:
+    """The owner of a row keyed ``key`` whose writer named none: the longest registered id it ends with."""
+    found = registered_owners(using, key)
+    return found[0] if found else None
+
+
+def adopt_owner(row: ContextBlockRecord | SearchEntry, using: str | None) -> None:
+    """A row saved without an owner takes the one :func:`infer_owner` gives its key.
+
+    Ownerless rows stay possible (raw SQL, the seed's providers); ``''`` is the default namespace's.
+    """
+    if row.session_id is None and row.label:
+        row.session_id = infer_owner(using or row._state.db, row.label)
+
+
 class ContextBlockRecord(models.Model):
     """Persistent content of a context block or stored prompt (``cf_agents_context_blocks``)."""
 
     label = models.TextField(primary_key=True)
     content = models.TextField(default="")
     updated_at = models.DateTimeField(default=timezone.now, db_default=Now())
+    session_id = models.TextField(  # noqa: DJ001 - NULL (no known owner) differs from the default namespace ''
+        null=True, blank=True, help_text="The owning session (NULL: no known owner, e.g. a foreign writer's row)."
+    )
 
     class Meta:
         db_table = "cf_agents_context_blocks"
         verbose_name = "context block"
+        indexes = [models.Index(fields=["session_id"], name="cf_agents_blocks_owner_idx")]
 
     def __str__(self) -> str:
         return self.label
+
+    def save(self, *args, **kwargs) -> None:
+        adopt_owner(self, kwargs.get("using"))
+        super().save(*args, **kwargs)
 
 
 class SearchEntry(models.Model):
@@ -168,14 +214,22 @@ class SearchEntry(models.Model):
     content = models.TextField()
     created_at = models.DateTimeField(default=timezone.now, db_default=Now())
     updated_at = models.DateTimeField(default=timezone.now, db_default=Now())
+    session_id = models.TextField(  # noqa: DJ001 - NULL (no known owner) differs from the default namespace ''
+        null=True, blank=True, help_text="The owning session (NULL: no known owner, e.g. a foreign writer's row)."
+    )
 
     class Meta:
         db_table = "cf_agents_search_entries"
         verbose_name_plural = "search entries"
+        indexes = [models.Index(fields=["session_id"], name="cf_agents_entries_owner_idx")]
         constraints = [models.UniqueConstraint(fields=["label", "key"], name="cf_agents_search_entries_uniq")]
 
     def __str__(self) -> str:
         return f"{self.label}:{self.key}"
+
+    def save(self, *args, **kwargs) -> None:
+        adopt_owner(self, kwargs.get("using"))
+        super().save(*args, **kwargs)
 
 
 class CompactionJob(models.Model):

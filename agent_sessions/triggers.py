@@ -16,17 +16,20 @@ import pgtrigger
 TREE_ERROR = "agent_sessions: the id, session_id and parent_id of a stored message never change"
 """The error text of a refused update (IntegrityError on both databases)."""
 
-# Per-session rows of the label-keyed tables end with "_<session id>" (the stored
-# prompt is "_system_prompt_<session id>"); the default namespace '' never cascades.
+# A session's rows of the label-keyed tables are those it owns (their session_id column),
+# and an ownerless stored prompt under its exact key "_system_prompt_<session id>"; never
+# a suffix match (see storage/owners.py).  The default namespace '' never cascades.
 _PG_CASCADE = """
     DELETE FROM assistant_messages AS t USING old_sessions AS o WHERE o.id <> '' AND t.session_id = o.id;
     DELETE FROM assistant_compactions AS t USING old_sessions AS o WHERE o.id <> '' AND t.session_id = o.id;
     DELETE FROM agent_sessions_compaction_jobs AS t USING old_sessions AS o
         WHERE o.id <> '' AND t.session_id = o.id;
     DELETE FROM cf_agents_context_blocks AS t USING old_sessions AS o
-        WHERE o.id <> '' AND right(t.label, length(o.id) + 1) = '_' || o.id;
+        WHERE o.id <> '' AND t.session_id = o.id;
+    DELETE FROM cf_agents_context_blocks AS t USING old_sessions AS o
+        WHERE o.id <> '' AND t.session_id IS NULL AND t.label = '_system_prompt_' || o.id;
     DELETE FROM cf_agents_search_entries AS t USING old_sessions AS o
-        WHERE o.id <> '' AND right(t.label, length(o.id) + 1) = '_' || o.id;
+        WHERE o.id <> '' AND t.session_id = o.id;
     RETURN NULL;
 """
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
+from ..manager.rows import known_labels
 from ..models import ContextBlockRecord
-from ..session.context import PROMPT_KEY
+from ..storage import owners
+from ..storage.owners import PROMPT_KEY
 from .parts import Clip, clip
 
 
@@ -33,19 +35,23 @@ class ContextPanel:
 
 
 def block_keys(session_id: str) -> tuple[list[str], str]:
-    """The stored prompt's keys (per-session first) and the suffix of the session's own blocks."""
+    """The stored prompt's keys (per-session first) and the suffix shown stripped from the session's block keys."""
     if not session_id:
         return [PROMPT_KEY], ""
     return [f"{PROMPT_KEY}_{session_id}", PROMPT_KEY], f"_{session_id}"
 
 
+def _rows(session_id: str, using: str) -> QuerySet:
+    """The session's own rows (owned, or ownerless under its exact keys) and the default namespace's prompt."""
+    own = owners.owned(ContextBlockRecord, using, session_id, known_labels())
+    shared = Q(label=PROMPT_KEY) & (Q(session_id__isnull=True) | Q(session_id=""))
+    return own | ContextBlockRecord.objects.using(using).filter(shared)
+
+
 def load_panel(session_id: str, created_at: object, *, using: str) -> ContextPanel:
-    """The session's frozen prompt and namespaced blocks (one query), flagged when written after ``created_at``."""
+    """The session's frozen prompt and own blocks (one query), flagged when written after ``created_at``."""
     prompt_keys, suffix = block_keys(session_id)
-    match = Q(label__in=prompt_keys)
-    if suffix:
-        match |= Q(label__endswith=suffix)
-    rows = {r.label: r for r in ContextBlockRecord.objects.using(using).filter(match).order_by("label")}
+    rows = {r.label: r for r in _rows(session_id, using).order_by("label")}
 
     def view(row: ContextBlockRecord) -> BlockView:
         label = row.label[: -len(suffix)] if suffix and row.label.endswith(suffix) else row.label
@@ -59,7 +65,4 @@ def load_panel(session_id: str, created_at: object, *, using: str) -> ContextPan
 
 def block_text(session_id: str, key: str, *, using: str) -> str | None:
     """A stored block's whole content, only when it belongs to this session's panel."""
-    prompt_keys, suffix = block_keys(session_id)
-    if key not in prompt_keys and not (suffix and key.endswith(suffix)):
-        return None
-    return ContextBlockRecord.objects.using(using).filter(label=key).values_list("content", flat=True).first()
+    return _rows(session_id, using).filter(label=key).values_list("content", flat=True).first()

@@ -157,13 +157,13 @@ class CompactionAdmin(BoundedSearchAdmin):
 
 @admin.register(ContextBlockRecord)
 class ContextBlockAdmin(BoundedSearchAdmin):
-    list_display = ("label", "short_content", "size", "updated_at")
+    list_display = ("label", "session_id", "short_content", "size", "updated_at")
     search_fields = ("label", "content")
     ordering = ("label",)
 
     def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
-        """The label is a one-line key, not a textarea."""
-        if db_field.name == "label":
+        """The label and the owner are one-line keys, not textareas."""
+        if db_field.name in {"label", "session_id"}:
             kwargs["widget"] = forms.TextInput(attrs={"class": "vTextField"})
         return super().formfield_for_dbfield(db_field, request, **kwargs)
 
@@ -182,7 +182,7 @@ class ContextBlockAdmin(BoundedSearchAdmin):
 
 @admin.register(SearchEntry)
 class SearchEntryAdmin(BoundedSearchAdmin):
-    list_display = ("label", "key", "short_content", "updated_at")
+    list_display = ("label", "key", "session_id", "short_content", "updated_at")
     list_filter = ("label",)
     search_fields = ("key", "content")
     ordering = ("label", "key")

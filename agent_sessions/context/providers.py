@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from django.db import connections, router
+from django.db.models import Q
 from django.utils import timezone
 
 from ..models import ContextBlockRecord, SearchEntry
 from ..search.args import query_terms
-from ..storage import backends
+from ..storage import backends, owners
 
 SEARCH_LIMIT = 10
 
@@ -31,12 +32,16 @@ class DjangoContextProvider:
 
     ``key`` is the row's ``label``; without one, the block label passed to
     :meth:`init` is used.  ``get()`` returns None when no row exists, so "never
-    stored" stays distinct from an empty stored value.
+    stored" stays distinct from an empty stored value.  ``session_id`` is the owner
+    written into the row (``''``: the default namespace); without one, the registered session the key
+    ends with ``_<id>`` of (the longest such id), if any (storage/owners.py).  With a
+    session id, a row under the key that another session owns reads as absent.
     """
 
-    def __init__(self, key: str | None = None, *, using: str | None = None) -> None:
+    def __init__(self, key: str | None = None, *, using: str | None = None, session_id: str | None = None) -> None:
         self.key = key
         self.using = using
+        self.session_id = session_id
 
     def __repr__(self) -> str:
         return f"DjangoContextProvider({self.key!r})"
@@ -54,28 +59,39 @@ class DjangoContextProvider:
             raise ValueError("DjangoContextProvider has no key: pass one or register it as a context block")
         return self.key
 
+    def _owner(self) -> str | None:
+        """The owner column of the rows this provider writes."""
+        return owners.owner_for(self._db(), self._key(), self.session_id)
+
+    def _row(self):
+        """The row under the key; a session's provider sees it only when the session or nobody owns it."""
+        rows = ContextBlockRecord.objects.using(self._db()).filter(label=self._key())
+        if self.session_id:
+            rows = rows.filter(Q(session_id=self.session_id) | Q(session_id__isnull=True))
+        return rows
+
     def get(self) -> str | None:
         """The stored content, or None when nothing was ever stored under the key."""
-        row = ContextBlockRecord.objects.using(self._db()).filter(label=self._key()).values_list("content").first()
+        row = self._row().values_list("content").first()
         return None if row is None else row[0]
 
     def set(self, content: str) -> None:
         """Insert or replace the row."""
         ContextBlockRecord.objects.using(self._db()).update_or_create(
-            label=self._key(), defaults={"content": content, "updated_at": timezone.now()}
+            label=self._key(), defaults={"content": content, "updated_at": timezone.now(), "session_id": self._owner()}
         )
 
     def set_if_absent(self, content: str) -> str:
         """Store ``content`` unless a row exists; return what is stored (atomic: one INSERT … ON CONFLICT)."""
-        ContextBlockRecord.objects.using(self._db()).bulk_create(
-            [ContextBlockRecord(label=self._key(), content=content, updated_at=timezone.now())], ignore_conflicts=True
-        )
+        owner = self._owner()
+        row = ContextBlockRecord(label=self._key(), content=content, updated_at=timezone.now(), session_id=owner)
+        ContextBlockRecord.objects.using(self._db()).bulk_create([row], ignore_conflicts=True)
         stored = self.get()
         return content if stored is None else stored
 
     def delete(self) -> bool:
         """Remove the row; True if one existed."""
-        deleted, _ = ContextBlockRecord.objects.using(self._db()).filter(label=self._key()).delete()
+        deleted, _ = self._row().delete()
         return bool(deleted)
 
 
@@ -84,11 +100,13 @@ class DjangoSearchProvider:
 
     Entries are keyed by ``(label, key)`` where ``label`` is the block label given
     to :meth:`init` (or ``label=`` here); ``get()`` summarises, ``search()`` ranks.
+    ``session_id``: the owner written into the entries, as for :class:`DjangoContextProvider`.
     """
 
-    def __init__(self, *, using: str | None = None, label: str | None = None) -> None:
+    def __init__(self, *, using: str | None = None, label: str | None = None, session_id: str | None = None) -> None:
         self.using = using
         self.label = label
+        self.session_id = session_id
 
     def __repr__(self) -> str:
         return f"DjangoSearchProvider({self.label!r})"
@@ -129,11 +147,14 @@ class DjangoSearchProvider:
         if not isinstance(key, str) or not key:
             raise ValueError("entry key must be a non-empty string")
         now = timezone.now()
-        self._entries().update_or_create(
+        entries = self._entries()
+        assert self.label is not None  # checked by _entries()
+        owner = owners.owner_for(self._db(), self.label, self.session_id)
+        entries.update_or_create(
             label=self.label,
             key=key,
-            defaults={"content": content, "updated_at": now},
-            create_defaults={"content": content, "created_at": now, "updated_at": now},
+            defaults={"content": content, "updated_at": now, "session_id": owner},
+            create_defaults={"content": content, "created_at": now, "updated_at": now, "session_id": owner},
         )
 
     def delete(self, key: str) -> bool:

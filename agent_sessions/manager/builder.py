@@ -32,6 +32,10 @@ class RecordingBuilder:
             session = getattr(session, method)(*args, **kwargs)
         return session
 
+    def context_labels(self) -> list[str]:
+        """The labels of the context blocks declared so far (builder order)."""
+        return [args[0] for method, args, _ in self._calls if method == "with_context" and args]
+
     def with_context(self, label: str, **options: Any) -> Self:
         """Declare a context block on every session; unprovided blocks are keyed ``f"{label}_{session_id}"``."""
         return self._record("with_context", label, **options)

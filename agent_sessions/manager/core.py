@@ -121,9 +121,13 @@ class SessionManager(RecordingBuilder):
     def delete(self, session_id: str) -> None:
         """Delete the session with its messages, overlays, namespaced context blocks, stored prompt and job row."""
         with transaction.atomic(using=self.using):
-            rows.purge(self.using, session_id)
+            rows.purge(self.using, session_id, self._labels())
         with self._lock:
             self._sessions.pop(session_id, None)
+
+    def _labels(self) -> set[str]:
+        """Labels whose exact keys find a session's ownerless rows: this configuration's and every registered one's."""
+        return rows.known_labels(self.context_labels())
 
     def _touch(self, session_id: str) -> None:
         rows.touch(self.using, session_id)
@@ -206,7 +210,7 @@ class SessionManager(RecordingBuilder):
         with transaction.atomic(using=self.using):
             if not forking.copy_path(self._provider(session_id), fork_id, at_message_id):
                 raise ValueError(f"message {at_message_id!r} is not in session {session_id!r}")
-            rows.copy_namespaced(self.using, session_id, fork_id, prompt=True)
+            rows.copy_namespaced(self.using, session_id, fork_id, prompt=True, labels=self._labels())
             # The registry row last, as in compact_and_split: it starts with the copies' count
             # (a trigger) and the registry clock's stamp, so the row returned is the row stored.
             row = rows.insert(
@@ -253,7 +257,7 @@ class SessionManager(RecordingBuilder):
             self._provider(new_id).append_message({"id": uuid.uuid4().hex, "role": "assistant", "parts": [text]}, None)
             # Blocks carry over; the prompt does not: the summary replaces the transcript in which
             # writes made after freezing were visible, so the new session renders its own on first use.
-            rows.copy_namespaced(self.using, session_id, new_id, prompt=False)
+            rows.copy_namespaced(self.using, session_id, new_id, prompt=False, labels=self._labels())
             # The registry row last: a trigger gives it the message's count, and its stamp comes
             # from the registry's clock, after the old session's, so it lists first.
             row = rows.insert(

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, overload
 
-from django.db import connections, models, transaction
+from django.db import connections, transaction
 from django.db.models import F
-from django.db.models.functions import Right
 
+from .. import registry
 from ..exceptions import SessionNotFound
 from ..models import Compaction, CompactionJob, ContextBlockRecord, Message, SearchEntry, SessionRecord
-from ..session.context import PROMPT_KEY
-from ..storage import backends
+from ..storage import backends, owners
+from ..storage.owners import PROMPT_KEY
 from ..types import SessionInfo
 from . import clock
 
@@ -144,52 +144,77 @@ def add_usage(using: str, session_id: str, input_tokens: int, output_tokens: int
     )
 
 
-def _namespaced(model: type[models.Model], using: str, session_id: str) -> models.QuerySet:
-    """Rows of a label-keyed table whose label ends with ``_<session id>`` (exact, case-sensitive)."""
-    suffix = f"_{session_id}"
-    return model.objects.using(using).alias(tail=Right("label", len(suffix))).filter(tail=suffix)
+def known_labels(*extra: Iterable[str]) -> set[str]:
+    """Context labels a session's ownerless rows may be keyed by: ``extra`` and every registered configuration's.
+
+    Only used to build exact keys (``<label>_<session id>``) for rows without an owner.
+    """
+    labels = {label for group in extra for label in group}
+    for name in registry.names():
+        context_labels = getattr(registry.get(name), "context_labels", None)
+        if callable(context_labels):
+            labels.update(context_labels())
+    return labels
 
 
-def copy_namespaced(using: str, source_id: str, target_id: str, *, prompt: bool) -> None:
-    """Copy the source session's namespaced context blocks and search entries to ``target_id``.
+def _copy_key(label: str, source_id: str, target_id: str) -> str | None:
+    """``<label>_<source id>`` rewritten to ``<label>_<target id>``; None for a key of another form."""
+    old = f"_{source_id}"
+    if len(label) <= len(old) or not label.endswith(old):
+        return None
+    return label[: -len(old)] + f"_{target_id}"
 
-    Labels ``<label>_<source id>`` become ``<label>_<target id>``; contents and timestamps
-    are kept.  The stored prompt (``_system_prompt_<source id>``) is copied only with
-    ``prompt=True``.  Call inside a transaction, after the target's first writes.
+
+def copy_namespaced(using: str, source_id: str, target_id: str, *, prompt: bool, labels: Iterable[str] = ()) -> None:
+    """Copy the source session's context blocks and search entries to ``target_id``, owned by it.
+
+    The source's rows are those it owns and its ownerless rows under exact keys of
+    ``labels`` (:func:`~agent_sessions.storage.owners.owned`).  Keys ``<label>_<source id>``
+    become ``<label>_<target id>`` (a row keyed otherwise has no counterpart and is not
+    copied); contents and timestamps are kept.  The stored prompt
+    (``_system_prompt_<source id>``) is copied only with ``prompt=True``.  Call inside a
+    transaction, after the target's first writes.
     """
     if not source_id:
-        return  # the default namespace has no suffix to rewrite
-    old, new = f"_{source_id}", f"_{target_id}"
-    stored_prompt = f"{PROMPT_KEY}{old}"
-    blocks = [
-        ContextBlockRecord(label=row.label[: -len(old)] + new, content=row.content, updated_at=row.updated_at)
-        for row in _namespaced(ContextBlockRecord, using, source_id).order_by("label")
-        if prompt or row.label != stored_prompt
-    ]
+        return  # the default namespace owns no rows
+    stored_prompt = f"{PROMPT_KEY}_{source_id}"
+    blocks = []
+    for row in owners.owned(ContextBlockRecord, using, source_id, labels).order_by("label"):
+        key = _copy_key(row.label, source_id, target_id)
+        if key is not None and (prompt or row.label != stored_prompt):
+            blocks.append(
+                ContextBlockRecord(label=key, content=row.content, updated_at=row.updated_at, session_id=target_id)
+            )
     ContextBlockRecord.objects.using(using).bulk_create(blocks)
-    entries = [
-        SearchEntry(
-            label=row.label[: -len(old)] + new,
-            key=row.key,
-            content=row.content,
-            created_at=row.created_at,
-            updated_at=row.updated_at,
-        )
-        for row in _namespaced(SearchEntry, using, source_id).order_by("seq")
-    ]
+    entries = []
+    for entry in owners.owned(SearchEntry, using, source_id, labels).order_by("seq"):
+        key = _copy_key(entry.label, source_id, target_id)
+        if key is not None:
+            entries.append(
+                SearchEntry(
+                    label=key,
+                    key=entry.key,
+                    content=entry.content,
+                    created_at=entry.created_at,
+                    updated_at=entry.updated_at,
+                    session_id=target_id,
+                )
+            )
     SearchEntry.objects.using(using).bulk_create(entries)
 
 
-def purge(using: str, session_id: str) -> None:
-    """Delete the session's messages, overlays, namespaced context blocks (incl. the stored prompt),
-    namespaced search entries, auto-compaction job and registry row.  Call inside a transaction."""
+def purge(using: str, session_id: str, labels: Iterable[str] = ()) -> None:
+    """Delete the session's messages, overlays, context blocks (incl. the stored prompt), search
+    entries, auto-compaction job and registry row.  Call inside a transaction.
+
+    Its blocks and entries: those it owns, and ownerless ones under exact keys of ``labels``."""
     if not session_id:
         raise ValueError("refusing to purge the default (empty) session namespace")
     with connections[using].cursor() as cursor:
         backends.for_alias(using).reserve_write(cursor)  # before the FTS-triggering deletes (SQLite)
     Message.objects.using(using).filter(session_id=session_id).delete()
     Compaction.objects.using(using).filter(session_id=session_id).delete()
-    _namespaced(ContextBlockRecord, using, session_id).delete()
-    _namespaced(SearchEntry, using, session_id).delete()
+    owners.owned(ContextBlockRecord, using, session_id, labels).delete()
+    owners.owned(SearchEntry, using, session_id, labels).delete()
     CompactionJob.objects.using(using).filter(session_id=session_id).delete()
     SessionRecord.objects.using(using).filter(id=session_id).delete()

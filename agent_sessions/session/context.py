@@ -4,8 +4,9 @@ Providers resolve lazily on first use, so builder order does not matter.  On
 the ORM storage, blocks declared without a provider are wired to
 ``DjangoContextProvider`` under ``label`` (``label_<session id>`` once
 ``for_session`` named one), and ``with_cached_prompt()`` stores the prompt under
-``_system_prompt`` (``_system_prompt_<session id>``).  A custom storage gets no
-auto-wiring: an unwired block is an empty readonly block.
+``_system_prompt`` (``_system_prompt_<session id>``); those rows carry the session
+as their owner (storage/owners.py).  A custom storage gets no auto-wiring: an
+unwired block is an empty readonly block.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from ..context.prompt import render_system_prompt
 from ..context.providers import DjangoContextProvider
 from ..context.skills import LoadedSkills, SkillHistory
 from ..context.toolkit import context_tools
+from ..storage.owners import PROMPT_KEY
 from ..tools import Tool
 
-PROMPT_KEY = "_system_prompt"
+__all__ = ["PROMPT_KEY", "ContextConfig", "SessionContext"]
 _UNRESOLVED = object()
 
 
@@ -104,10 +106,14 @@ class SessionContext:
     def _namespaced(self, base: str) -> str:
         return f"{base}_{self._session_id}" if self._session_id else base
 
+    def _orm_provider(self, base: str) -> DjangoContextProvider:
+        """The ORM row of ``base`` for this session, owned by it (the default namespace owns nothing)."""
+        return DjangoContextProvider(self._namespaced(base), using=self._using, session_id=self._session_id)
+
     def _spec(self, config: ContextConfig) -> BlockSpec:
         provider = config.provider
         if provider is None and self._orm:
-            provider = DjangoContextProvider(self._namespaced(config.label), using=self._using)
+            provider = self._orm_provider(config.label)
         return BlockSpec(config.label, config.description, config.max_tokens, provider)
 
     def _context(self) -> ContextBlocks:
@@ -120,7 +126,7 @@ class SessionContext:
         if self._prompt_store is _UNRESOLVED:
             store = self._prompt_store_arg
             if store is None and self._cached_prompt and self._orm:
-                store = DjangoContextProvider(self._namespaced(PROMPT_KEY), using=self._using)
+                store = self._orm_provider(PROMPT_KEY)
             elif store is not None and has_method(store, "init") and id(store) not in self._provider_inits:
                 call(store.init, self._namespaced(PROMPT_KEY))
                 self._provider_inits.add(id(store))

@@ -241,13 +241,16 @@ def _count_inserted_trigger(when: str) -> str:
 
 
 _TRIGGERS = [
-    f"""CREATE TRIGGER IF NOT EXISTS agent_sessions_cascade_session_delete
+    # A session's rows of the label-keyed tables: those it owns, and an ownerless stored prompt
+    # under its exact key (storage/owners.py); migration 0028 installs this version.
+    """CREATE TRIGGER IF NOT EXISTS agent_sessions_cascade_session_delete
     AFTER DELETE ON assistant_sessions WHEN OLD.id <> '' BEGIN
         DELETE FROM assistant_messages WHERE session_id = OLD.id;
         DELETE FROM assistant_compactions WHERE session_id = OLD.id;
         DELETE FROM agent_sessions_compaction_jobs WHERE session_id = OLD.id;
-        DELETE FROM cf_agents_context_blocks WHERE {_sqlite_suffix("label")};
-        DELETE FROM cf_agents_search_entries WHERE {_sqlite_suffix("label")};
+        DELETE FROM cf_agents_context_blocks WHERE session_id = OLD.id;
+        DELETE FROM cf_agents_context_blocks WHERE session_id IS NULL AND label = '_system_prompt_' || OLD.id;
+        DELETE FROM cf_agents_search_entries WHERE session_id = OLD.id;
     END""",
     _count_inserted_trigger(""),
     f"""CREATE TRIGGER IF NOT EXISTS agent_sessions_count_deleted_messages
@@ -277,9 +280,23 @@ TRIGGER_UNINSTALL = [
 ]
 
 
+# The cascade as migration 0008 installs it, before the label-keyed tables had an owner column.
+_CASCADE_BY_SUFFIX = f"""CREATE TRIGGER IF NOT EXISTS agent_sessions_cascade_session_delete
+    AFTER DELETE ON assistant_sessions WHEN OLD.id <> '' BEGIN
+        DELETE FROM assistant_messages WHERE session_id = OLD.id;
+        DELETE FROM assistant_compactions WHERE session_id = OLD.id;
+        DELETE FROM agent_sessions_compaction_jobs WHERE session_id = OLD.id;
+        DELETE FROM cf_agents_context_blocks WHERE {_sqlite_suffix("label")};
+        DELETE FROM cf_agents_search_entries WHERE {_sqlite_suffix("label")};
+    END"""
+
+
 def trigger_install_sql() -> list[str]:
-    """Cascade a session delete to its rows, count messages, refuse updates that move a message (migration 0008)."""
-    return list(_TRIGGERS)
+    """Cascade a session delete to its rows, count messages, refuse updates that move a message (migration 0008).
+
+    The cascade is 0008's own; migration 0028 replaces it with the owner-column version above.
+    """
+    return [_CASCADE_BY_SUFFIX, *_TRIGGERS[1:]]
 
 
 COUNT_TRIGGERS = ("agent_sessions_count_inserted_messages", "agent_sessions_count_deleted_messages")

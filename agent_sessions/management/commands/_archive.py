@@ -2,8 +2,8 @@
 
 A document holds everything keyed by the session id: its registry row, every
 message row in insertion order with its parent id (so branches survive), the
-compaction overlays, the context blocks and search entries namespaced
-``<label>_<session id>`` (the stored prompt is one of them).  Derived columns
+compaction overlays, the context blocks and search entries it owns (keyed
+``<label>_<session id>``; the stored prompt is one of them), see storage/owners.py.  Derived columns
 (``text_content``, ``tokens``, ``depth``, ``path_tokens``) are not exported:
 the import recomputes them, so a hand-edited file cannot make them lie.
 """
@@ -17,7 +17,6 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import models
-from django.db.models.functions import Right
 from django.utils.dateparse import parse_datetime
 
 from agent_sessions import conf
@@ -29,7 +28,7 @@ from agent_sessions.tokens import estimate_one_message_tokens
 from agent_sessions.types import stored_fields
 
 from ...exceptions import ArchiveError
-from ...storage import decode
+from ...storage import decode, owners
 from ._base import session_exists
 
 FORMAT = "agent_sessions.session/1"
@@ -50,11 +49,8 @@ def _when(value: Any, what: str) -> datetime | None:
 
 
 def namespaced(model: type[models.Model], using: str, session_id: str) -> models.QuerySet:
-    """Rows of a label-keyed table belonging to the session (label ends with ``_<id>``)."""
-    if not session_id:
-        return model.objects.using(using).none()
-    suffix = f"_{session_id}"
-    return model.objects.using(using).alias(tail=Right("label", len(suffix))).filter(tail=suffix)
+    """Rows of a label-keyed table belonging to the session: owned by it, or ownerless under its exact keys."""
+    return owners.owned(model, using, session_id, session_rows.known_labels())
 
 
 # ── export ──────────────────────────────────────────────────────────────────
@@ -136,10 +132,16 @@ def dump(document: dict) -> str:
 # ── import ──────────────────────────────────────────────────────────────────
 
 
-def conflicts(using: str, document: dict) -> bool:
-    """True when anything the document would write already exists."""
+def _labels(document: dict) -> tuple[list[str], set[Any]]:
+    """The block labels and search entry labels the document writes."""
     blocks = [b["label"] for b in document.get("context_blocks", [])]
     entries = {e.get("label") for e in document.get("search_entries", []) if isinstance(e, dict)}
+    return blocks, entries
+
+
+def conflicts(using: str, document: dict) -> bool:
+    """True when anything the document would write already exists."""
+    blocks, entries = _labels(document)
     return (
         session_exists(using, document["session_id"])
         or (bool(blocks) and ContextBlockRecord.objects.using(using).filter(label__in=blocks).exists())
@@ -147,17 +149,27 @@ def conflicts(using: str, document: dict) -> bool:
     )
 
 
+def _refuse_foreign(using: str, document: dict) -> None:
+    """Refuse a document whose keys are still taken once the session's own rows are gone: another's rows."""
+    blocks, entries = _labels(document)
+    taken = [
+        *ContextBlockRecord.objects.using(using).filter(label__in=blocks).values_list("label", flat=True)[:1],
+        *SearchEntry.objects.using(using).filter(label__in=entries).values_list("label", flat=True)[:1],
+    ]
+    if taken:
+        raise ArchiveError(f"label {taken[0]!r} belongs to another session; nothing was imported")
+
+
 def remove_existing(using: str, document: dict) -> None:
     """Delete what the document replaces (``--replace``); call inside a transaction."""
     session_id = document["session_id"]
     if session_id:
-        session_rows.purge(using, session_id)
+        session_rows.purge(using, session_id, session_rows.known_labels())
     else:  # the default namespace has no registry row or namespaced blocks of its own
         Message.objects.using(using).filter(session_id="").delete()
         Compaction.objects.using(using).filter(session_id="").delete()
         SessionRecord.objects.using(using).filter(id="").delete()
-    labels = [b["label"] for b in document.get("context_blocks", [])]
-    ContextBlockRecord.objects.using(using).filter(label__in=labels).delete()
+    _refuse_foreign(using, document)
 
 
 def _stamps(**values: Any) -> dict[str, datetime]:
@@ -254,7 +266,12 @@ def import_session(using: str, document: dict) -> int:
         for c in document.get("compactions", [])
     )
     ContextBlockRecord.objects.using(using).bulk_create(
-        ContextBlockRecord(label=b["label"], content=b.get("content", ""), **_stamps(updated_at=b.get("updated_at")))
+        ContextBlockRecord(
+            label=b["label"],
+            content=b.get("content", ""),
+            session_id=session_id,
+            **_stamps(updated_at=b.get("updated_at")),
+        )
         for b in document.get("context_blocks", [])
     )
     SearchEntry.objects.using(using).bulk_create(
@@ -262,6 +279,7 @@ def import_session(using: str, document: dict) -> int:
             label=e["label"],
             key=e["key"],
             content=e["content"],
+            session_id=session_id,
             **_stamps(created_at=e.get("created_at"), updated_at=e.get("updated_at")),
         )
         for e in document.get("search_entries", [])

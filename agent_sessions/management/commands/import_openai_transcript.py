@@ -79,7 +79,7 @@ class Command(ProgressCommand):
                 if converted.system:
                     label = f"{options['system_label']}_{session_id}"
                     ContextBlockRecord.objects.using(using).update_or_create(
-                        label=label, defaults={"content": "\n\n".join(converted.system)}
+                        label=label, defaults={"content": "\n\n".join(converted.system), "session_id": session_id}
                     )
                 self._append(DjangoSessionProvider(session_id, using=using), converted.messages)
         except (InvalidMessage, DatabaseError) as exc:

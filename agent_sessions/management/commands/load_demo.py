@@ -73,10 +73,12 @@ class Command(BaseCommand):
             "a2",
         )
         ContextBlockRecord.objects.update_or_create(
-            label=f"memory_{DEMO_ID}", defaults={"content": "Prefers quiet places. Travels in spring."}
+            label=f"memory_{DEMO_ID}",
+            defaults={"session_id": DEMO_ID, "content": "Prefers quiet places. Travels in spring."},
         )
         ContextBlockRecord.objects.update_or_create(
-            label=f"soul_{DEMO_ID}", defaults={"content": "You are a calm, precise travel assistant."}
+            label=f"soul_{DEMO_ID}",
+            defaults={"session_id": DEMO_ID, "content": "You are a calm, precise travel assistant."},
         )
         self.stdout.write(self.style.SUCCESS(f"Demo session '{DEMO_ID}' loaded ({len(conversation) + 1} messages)."))
         self.stdout.write(f"Admin:    http://127.0.0.1:8000/admin/   user: {username}   password: {password}")
