@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from json.scanner import make_scanner
+from operator import itemgetter
 from typing import Any, cast
 
 _orjson_loads: Callable[[str], Any] | None
@@ -141,3 +142,109 @@ def _loads_many(texts: Sequence[str]) -> list[Any]:
         return [fast(t) for t in texts]
     except _OrjsonError:
         return [_fast(t) for t in texts]
+
+
+# ── rows that must be messages ─────────────────────────────────────────
+
+DAMAGE_KEY = "damaged"
+"""Key under ``metadata.agentSessions`` of a message read from a row that does not hold one."""
+
+NOT_JSON = "not JSON"
+NOT_AN_OBJECT = "not a JSON object"
+TOO_DEEP = "nested too deep"
+NO_ID = "no id"
+NO_ROLE = "no role"
+PARTS_NOT_A_LIST = "parts not a list"
+
+Identify = Callable[[list[int]], Sequence[tuple[Any, Any]]]
+"""Given the indexes of damaged rows in a batch, their ``(id, role)`` columns, in the same order."""
+
+_ID_ROLE_PARTS = itemgetter("id", "role", "parts")
+_THIRD = itemgetter(2)
+_LIST = {list}
+
+
+def _all_messages(values: list[Any]) -> bool:
+    """True when every value is an object with ``id``, ``role`` and a list of ``parts`` (C-level maps:
+    about a tenth of what decoding the rows cost; False sends the batch to the row-by-row check)."""
+    try:
+        return set(map(type, map(_THIRD, map(_ID_ROLE_PARTS, values)))) <= _LIST
+    except (TypeError, KeyError):
+        return False
+
+
+def raw_text(text: object) -> str:
+    """A stored content value as text (a SQLite BLOB as UTF-8, bad bytes replaced)."""
+    if isinstance(text, str):
+        return text
+    if isinstance(text, bytes | bytearray | memoryview):
+        return bytes(text).decode("utf-8", "replace")
+    return "" if text is None else str(text)
+
+
+def checked(text: object) -> tuple[Any, list[str]]:
+    """The row's value and what is wrong with it as a message (nothing: it is one)."""
+    try:
+        value = loads(text)  # type: ignore[arg-type]
+    except RecursionError:
+        return None, [TOO_DEEP]
+    except (ValueError, TypeError):
+        return None, [NOT_JSON]
+    if not isinstance(value, dict):
+        return value, [NOT_AN_OBJECT]
+    damage = [reason for key, reason in (("id", NO_ID), ("role", NO_ROLE)) if key not in value]
+    if "parts" in value and not isinstance(value["parts"], list):
+        damage.append(PARTS_NOT_A_LIST)
+    return value, damage
+
+
+def marked(text: object, damage: list[str], value: Any = None, *, row_id: Any = None, role: Any = None) -> dict:
+    """The message a damaged row reads as (docs/data-model.md, "Rows that are not messages").
+
+    An object that only lacks ``id`` or ``role`` keeps what it has and gets them from the row's
+    columns; anything else becomes one text part holding the stored text as it is.  Either way
+    ``metadata.agentSessions.damaged`` says what was wrong."""
+    reason = ", ".join(damage)
+    row_role = role if isinstance(role, str) and role else "assistant"
+    if isinstance(value, dict) and PARTS_NOT_A_LIST not in damage:
+        metadata = {} if value.get("metadata") is None else value["metadata"]
+        ours = metadata.get("agentSessions") or {} if isinstance(metadata, dict) else None
+        if isinstance(ours, dict):
+            message = {"id": row_id, "role": row_role, **value}
+            message["metadata"] = {**metadata, "agentSessions": {**ours, DAMAGE_KEY: reason}}
+            return message
+    return {
+        "id": row_id,
+        "role": row_role,
+        "parts": [{"type": "text", "text": raw_text(text)}],
+        "metadata": {"agentSessions": {DAMAGE_KEY: reason}},
+    }
+
+
+def message(text: object, *, row_id: Any = None, role: Any = None) -> dict:
+    """One row's message: what :func:`loads` gives, or :func:`marked` for a row that holds no message."""
+    value, damage = checked(text)
+    return marked(text, damage, value, row_id=row_id, role=role) if damage else value
+
+
+def messages(texts: Sequence[Any], identify: Identify | None = None) -> list[dict]:
+    """:func:`loads_many` for rows that must be messages; a damaged row comes back :func:`marked`.
+
+    The batch is decoded and checked as a whole; only when that fails are the rows taken one by
+    one, and ``identify`` is asked once for the damaged rows' ``id`` and ``role`` columns (reads
+    select the content alone)."""
+    try:
+        values = loads_many(texts)
+    except (ValueError, TypeError, RecursionError):
+        pass
+    else:
+        if _all_messages(values):
+            return values
+    rows = [checked(text) for text in texts]
+    bad = [i for i, (_, damage) in enumerate(rows) if damage]
+    columns = list(identify(bad)) if identify is not None and bad else [(None, None)] * len(bad)
+    out = [value for value, _ in rows]
+    for i, (row_id, role) in zip(bad, columns, strict=True):
+        value, damage = rows[i]
+        out[i] = marked(texts[i], damage, value, row_id=row_id, role=role)
+    return out
