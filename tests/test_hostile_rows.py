@@ -203,3 +203,17 @@ def test_compaction_summarises_a_history_with_a_marked_message(session, form):
     history = compacting.get_history()
     assert history[0]["id"].startswith("compaction_")
     assert [m["id"] for m in compacting.get_history()][-1] == "m3"
+
+
+def test_integrations_read_the_marked_message(session, form):
+    from agent_sessions.integrations.langchain import DjangoChatMessageHistory
+
+    _damaged(session, form)
+    texts = [m.content for m in DjangoChatMessageHistory(session.session_id).messages]
+    assert texts[0] == "a text" and texts[-1] == "c text"
+
+
+def test_the_tool_text_backfill_skips_the_row(form):
+    from agent_sessions.storage.search_schema import _tool_text_of
+
+    assert _tool_text_of(FORMS[form][0].replace("<b>", "<b>reasoning tool ")) == ""
