@@ -210,7 +210,8 @@ def test_integrations_read_the_marked_message(session, form):
 
     _damaged(session, form)
     texts = [m.content for m in DjangoChatMessageHistory(session.session_id).messages]
-    assert texts[0] == "a text" and texts[-1] == "c text"
+    assert texts[0] == "a text"
+    assert texts[-1] == "c text"
 
 
 def test_the_tool_text_backfill_skips_the_row(form):
