@@ -16,8 +16,10 @@ from __future__ import annotations
 import gc
 import json
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from itertools import repeat
 from json.scanner import make_scanner
 from operator import itemgetter
 from typing import Any, cast
@@ -159,18 +161,25 @@ PARTS_NOT_A_LIST = "parts not a list"
 Identify = Callable[[list[int]], Sequence[tuple[Any, Any]]]
 """Given the indexes of damaged rows in a batch, their ``(id, role)`` columns, in the same order."""
 
-_ID_ROLE_PARTS = itemgetter("id", "role", "parts")
-_THIRD = itemgetter(2)
+_PARTS = itemgetter("parts")
 _LIST = {list}
+_KEY = dict.__getitem__
+_IDS = repeat("id")
+_ROLES = repeat("role")
 
 
 def _all_messages(values: list[Any]) -> bool:
-    """True when every value is an object with ``id``, ``role`` and a list of ``parts`` (C-level maps:
-    about a tenth of what decoding the rows cost; False sends the batch to the row-by-row check)."""
+    """True when every value is an object with ``id``, ``role`` and a list of ``parts``: three C-level
+    passes, about a tenth of what decoding the rows cost (no tuple per row, nothing kept); False
+    sends the batch to the row-by-row check."""
     try:
-        return set(map(type, map(_THIRD, map(_ID_ROLE_PARTS, values)))) <= _LIST
+        if not set(map(type, map(_PARTS, values))) <= _LIST:
+            return False
+        deque(map(_KEY, values, _IDS), 0)
+        deque(map(_KEY, values, _ROLES), 0)
     except (TypeError, KeyError):
         return False
+    return True
 
 
 def raw_text(text: object) -> str:
