@@ -218,3 +218,17 @@ def test_the_tool_text_backfill_skips_the_row(form):
     from agent_sessions.storage.search_schema import _tool_text_of
 
     assert _tool_text_of(FORMS[form][0].replace("<b>", "<b>reasoning tool ")) == ""
+
+
+def test_a_batch_asks_for_the_columns_of_its_damaged_rows_only(form):
+    good = json.dumps(msg("g"))
+    asked: list[list[int]] = []
+
+    def identify(bad: list[int]) -> list[tuple[str, str]]:
+        asked.append(bad)
+        return [("bad", "tool") for _ in bad]
+
+    assert decode.messages([good, good], identify) == [msg("g"), msg("g")]
+    assert asked == []  # a clean batch costs no lookup
+    assert decode.messages([good, FORMS[form][0], good], identify) == [msg("g"), _expected(form), msg("g")]
+    assert asked == [[1]]

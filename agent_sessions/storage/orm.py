@@ -208,11 +208,13 @@ class DjangoSessionProvider:
         )
         return decode.message(row[0], row_id=message_id, role=row[1]) if row else None
 
-    def _messages(self, texts: list, ids: list | None = None) -> list[dict]:
+    def _messages(self, texts: list, rows: list | None = None) -> list[dict]:
         """The rows' messages (:func:`decode.messages`): a damaged row comes back marked, its id and role
-        read from its columns by one more query, made only when some row is damaged."""
+        read from its columns by one more query, made only when some row is damaged.  ``rows``: the
+        read's rows in the same order, each starting with its id, when the read selected it."""
         return decode.messages(
-            texts, lambda bad: self._row_columns([texts[i] for i in bad], ids and [ids[i] for i in bad])
+            texts,
+            lambda bad: self._row_columns([texts[i] for i in bad], None if rows is None else [rows[i][0] for i in bad]),
         )
 
     def _row_columns(self, texts: list, ids: list | None) -> list[tuple]:
@@ -302,7 +304,7 @@ class DjangoSessionProvider:
         """Root→leaf messages as stored, without overlays (one query, the leaf lookup included)."""
         ranged = self._range_path(leaf_id)
         if ranged is not None:
-            return self._messages([r[2] for r in ranged[0]], [r[0] for r in ranged[0]])
+            return self._messages([r[2] for r in ranged[0]], ranged[0])
         cte, params = self._walk(leaf_id)
         rows = self._fetchall(
             cte + "SELECT m.content FROM path JOIN assistant_messages m ON " + PATH_ROW + " ORDER BY path.n DESC",
@@ -330,7 +332,7 @@ class DjangoSessionProvider:
             has_overlays = rows[-1][3] if rows else None
         if not rows:
             return []
-        path = self._messages([r[2] for r in rows], [r[0] for r in rows] if ranged is not None else None)
+        path = self._messages([r[2] for r in rows], rows if ranged is not None else None)
         return apply_overlays(path, self.get_compactions()) if has_overlays is not None else path
 
     def get_path_length(self, leaf_id: str | None = None) -> int:
