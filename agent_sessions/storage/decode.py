@@ -236,19 +236,28 @@ def message(text: object, *, row_id: Any = None, role: Any = None) -> dict:
     return marked(text, damage, value, row_id=row_id, role=role) if damage else value
 
 
+def _batch(texts: Sequence[Any]) -> list[Any] | None:
+    """The rows' values when every one is a message; None: some row is damaged."""
+    try:
+        values = _loads_many(texts)
+    except (ValueError, TypeError, RecursionError):
+        return None
+    return values if _all_messages(values) else None
+
+
 def messages(texts: Sequence[Any], identify: Identify | None = None) -> list[dict]:
     """:func:`loads_many` for rows that must be messages; a damaged row comes back :func:`marked`.
 
     The batch is decoded and checked as a whole; only when that fails are the rows taken one by
     one, and ``identify`` is asked once for the damaged rows' ``id`` and ``role`` columns (reads
     select the content alone)."""
-    try:
-        values = loads_many(texts)
-    except (ValueError, TypeError, RecursionError):
-        pass
+    if len(texts) < PAUSE_AT:
+        values = _batch(texts)
     else:
-        if _all_messages(values):
-            return values
+        with collector_paused():  # the check too: the collection the decode put off comes after it
+            values = _batch(texts)
+    if values is not None:
+        return values
     rows = [checked(text) for text in texts]
     bad = [i for i, (_, damage) in enumerate(rows) if damage]
     columns = list(identify(bad)) if identify is not None and bad else [(None, None)] * len(bad)
