@@ -151,6 +151,20 @@ def test_admin_tree_page_shows_the_raw_text_escaped(admin_client, session, form)
     assert f"<b>{mark}</b>" not in html
     row = Message.objects.get(session_id=session.session_id, message_id="bad")
     assert admin_client.get(f"/admin/agent_sessions/message/{row.pk}/change/").status_code == 200
+    shown = admin_client.get(
+        f"/admin/agent_sessions/sessionrecord/{session.session_id}/tree/text/",
+        {"node": "bad", "part": "0", "field": "text"},
+    )  # the page's "show all" of the part (404: it was short enough to be shown whole)
+    assert shown.status_code in (200, 404)
+    if form == "too_deep":
+        assert shown.status_code == 200
+        assert "]]]]" in shown.content.decode()
+    export = admin_client.get(f"/admin/agent_sessions/sessionrecord/{session.session_id}/export/")
+    assert export.status_code == 200
+    exported = json.loads(b"".join(export.streaming_content))
+    assert exported["messages"][1]["message"] == _expected(form)
+    branch = admin_client.get(f"/admin/agent_sessions/sessionrecord/{session.session_id}/export/", {"leaf": "c"})
+    assert branch.json()["history"][1] == _expected(form)
 
 
 def test_export_and_import_carry_the_row(session, form, tmp_path):
