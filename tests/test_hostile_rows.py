@@ -244,5 +244,7 @@ def test_a_batch_asks_for_the_columns_of_its_damaged_rows_only(form):
 
     assert decode.messages([good, good], identify) == [msg("g"), msg("g")]
     assert asked == []  # a clean batch costs no lookup
+    assert decode.messages(['{"id": "p", "role": "user"}'], identify) == [{"id": "p", "role": "user"}]
+    assert asked == []  # a message without parts is answered as stored
     assert decode.messages([good, FORMS[form][0], good], identify) == [msg("g"), _expected(form), msg("g")]
     assert asked == [[1]]
