@@ -168,7 +168,7 @@ _LIST = {list}
 _GET = dict.get
 _KEY = dict.__getitem__
 _PARTS = repeat("parts")
-_NO_PARTS = repeat([])  # what a message without parts counts as (never changed)
+_NO_PARTS: repeat[list[Any]] = repeat([])  # what a message without parts counts as (never changed)
 _IDS = repeat("id")
 _ROLES = repeat("role")
 
