@@ -10,8 +10,6 @@ database keys of the growing tables all include ``session_id`` (primary key
 
 from __future__ import annotations
 
-import json
-
 import pgtrigger
 from django.conf import settings
 from django.db import models
@@ -20,6 +18,7 @@ from django.utils import timezone
 
 from . import triggers
 from .querysets import MessageQuerySet
+from .storage import decode
 
 # DJ001 is silenced line by line below: these text columns are NULL-able in the seed's schema, which other
 # writers share (NULL parent = a root, NULL model/source = not recorded); NULL is data, not ''.
@@ -85,8 +84,8 @@ class Message(models.Model):
 
     @property
     def message(self) -> dict:
-        """The stored UIMessage as a dict."""
-        return json.loads(self.content)
+        """The stored UIMessage as a dict (a row that holds none comes back marked: ``decode.marked``)."""
+        return decode.message(self.content, row_id=self.message_id, role=self.role)
 
 
 class Compaction(models.Model):

@@ -38,6 +38,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "storage.postgres_plans",
             "storage.postgres_reads",
             "storage.ddl",
+            "storage.decode",
         ],
     ),
     ("orm", ["models", "querysets", "migrations"]),

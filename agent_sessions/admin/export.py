@@ -24,10 +24,7 @@ def session_info(record: SessionRecord | None) -> dict | None:
 
 
 def _message_row(row: Message) -> str:
-    try:
-        message = decode.loads(row.content)
-    except ValueError:
-        message = row.content
+    message = decode.message(row.content, row_id=row.message_id, role=row.role)  # a damaged row: marked
     return _dump(
         {
             "id": row.message_id,

@@ -2,28 +2,24 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 
 from ..models import Compaction, Message
+from ..storage import decode
 from .context_panel import block_text
 from .parts import FIELDS, part_views, remainder
 
 
 def _part_field(session_id: str, node: str, part: str, name: str, *, using: str) -> str | None:
-    content = (
+    row = (
         Message.objects.using(using)
         .filter(session_id=session_id, message_id=node)
-        .values_list("content", flat=True)
+        .values_list("content", "role")
         .first()
     )
-    if content is None or name not in FIELDS:
+    if row is None or name not in FIELDS:
         return None
-    try:
-        message = json.loads(content)
-    except ValueError:
-        message = {"parts": [{"type": "text", "text": content}]}
-    views = part_views(message if isinstance(message, dict) else {"parts": [message]})
+    views = part_views(decode.message(row[0], row_id=node, role=row[1]))
     try:
         index = int(part)
     except ValueError:

@@ -234,11 +234,9 @@ def fetch_contents(seqs: Iterable[int], *, using: str = "default") -> dict[int, 
     out: dict[int, tuple[dict, object]] = {}
     for start in range(0, len(wanted), 900):
         chunk = wanted[start : start + 900]
-        rows = Message.objects.using(using).filter(seq__in=chunk).values_list("seq", "content", "created_at")
-        for seq, content, created_at in rows:
-            try:
-                message = decode.loads(content)
-            except (TypeError, ValueError):
-                message = {"parts": [{"type": "text", "text": str(content)}]}
-            out[seq] = (message if isinstance(message, dict) else {"parts": [message]}, created_at)
+        rows = Message.objects.using(using).filter(seq__in=chunk)
+        for seq, content, created_at, message_id, role in rows.values_list(
+            "seq", "content", "created_at", "message_id", "role"
+        ):
+            out[seq] = (decode.message(content, row_id=message_id, role=role), created_at)
     return out

@@ -38,7 +38,7 @@ def _copy_path_in_python(source: DjangoSessionProvider, target_session_id: str, 
     parent: str | None = None
     path_tokens = 0
     for depth, row in enumerate(rows, start=1):
-        message = decode.loads(row["content"])
+        message = decode.message(row["content"], row_id=row["id"], role=row["role"])
         message["id"] = mapping[row["id"]]
         tokens = row["tokens"] if row["tokens"] is not None else estimate_one_message_tokens(message)
         path_tokens += tokens

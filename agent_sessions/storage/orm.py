@@ -212,9 +212,50 @@ class DjangoSessionProvider:
         if not _storable(message_id):
             return None  # no such id can have been stored (lone surrogates, NUL)
         row = self._fetchone(
-            "SELECT content FROM assistant_messages WHERE session_id = %s AND id = %s", [self.session_id, message_id]
+            "SELECT content, role FROM assistant_messages WHERE session_id = %s AND id = %s",
+            [self.session_id, message_id],
         )
-        return decode.loads(row[0]) if row else None
+        return decode.message(row[0], row_id=message_id, role=row[1]) if row else None
+
+    def _messages(self, texts: list, rows: list | None = None) -> list[dict]:
+        """The rows' messages (:func:`decode.messages`): a damaged row comes back marked, its id and role
+        read from its columns by one more query, made only when some row is damaged.  ``rows``: the
+        read's rows in the same order, each starting with its id, when the read selected it."""
+        return decode.messages(
+            texts,
+            lambda bad: self._row_columns([texts[i] for i in bad], None if rows is None else [rows[i][0] for i in bad]),
+        )
+
+    def _row_columns(self, texts: list, ids: list | None) -> list[tuple]:
+        """``(id, role)`` of damaged rows: looked up by id when the read had it, else by their stored text
+        (equal texts take this session's rows in insertion order, as a path lists them)."""
+        if ids is not None:
+            found = dict(self._rows_where("id, role", "id", list(dict.fromkeys(ids))))
+            return [(i, found.get(i)) for i in ids]
+        by_text: dict[Any, list[tuple]] = {}
+        for content, row_id, role in self._rows_where("content, id, role", "content", list(dict.fromkeys(texts))):
+            by_text.setdefault(content, []).append((row_id, role))
+        taken: dict[Any, int] = {}
+        columns = []
+        for text in texts:
+            matches = by_text.get(text) or [(None, None)]
+            n = taken.get(text, 0)
+            columns.append(matches[min(n, len(matches) - 1)])
+            taken[text] = n + 1
+        return columns
+
+    def _rows_where(self, columns: str, key: str, values: list) -> list[tuple]:
+        """``columns`` of this session's rows whose ``key`` is one of ``values``, in insertion order
+        (500 values a query, under SQLite's bound-parameter limit)."""
+        rows: list[tuple] = []
+        for start in range(0, len(values), 500):
+            chunk = values[start : start + 500]
+            rows += self._fetchall(
+                f"SELECT {columns} FROM assistant_messages WHERE session_id = %s "
+                f"AND {key} IN ({_placeholders(len(chunk))}) ORDER BY seq",
+                [self.session_id, *chunk],
+            )
+        return rows
 
     def _latest_leaf(self, newest: str, anywhere: str) -> tuple | None:
         """The latest leaf's row: looked for among the newest rows (a statement half as dear to plan
@@ -225,7 +266,7 @@ class DjangoSessionProvider:
     def get_latest_leaf(self) -> dict | None:
         """The most recently appended childless message, or None for an empty session."""
         row = self._latest_leaf(NEWEST_LEAF_CONTENT, LATEST_LEAF_CONTENT)
-        return decode.loads(row[0]) if row else None
+        return self._messages([row[0]])[0] if row else None
 
     def _path_params(self, leaf_id: str) -> list:
         return walk_params(self.session_id, leaf_id)
@@ -268,14 +309,15 @@ class DjangoSessionProvider:
         """Root→leaf messages as stored, without overlays (one query, the leaf lookup included)."""
         ranged = self._range_path(leaf_id)
         if ranged is not None:
-            return decode.loads_many([r[2] for r in ranged[0]])
+            return self._messages([r[2] for r in ranged[0]], ranged[0])
         cte, params = self._walk(leaf_id)
         rows = self._fetchall(
             cte + "SELECT m.id, path.parent_id, m.content FROM path JOIN assistant_messages m ON " + PATH_ROW
             + " ORDER BY path.n DESC",
             params,
         )  # fmt: skip
-        return decode.loads_many([r[2] for r in cycles.root_first(rows, self.session_id)])
+        rows = cycles.root_first(rows, self.session_id)
+        return self._messages([r[2] for r in rows], rows)
 
     def get_history(self, leaf_id: str | None = None) -> list[dict]:
         """Root→leaf path of ``leaf_id`` (or the latest leaf) with overlays applied; ``[]`` if unknown.
@@ -298,7 +340,7 @@ class DjangoSessionProvider:
             has_overlays = rows[-1][3] if rows else None
         if not rows:
             return []
-        path = decode.loads_many([r[2] for r in rows])
+        path = self._messages([r[2] for r in rows], rows if ranged is not None else None)
         return apply_overlays(path, self.get_compactions()) if has_overlays is not None else path
 
     def get_path_length(self, leaf_id: str | None = None) -> int:
@@ -323,10 +365,10 @@ class DjangoSessionProvider:
     def get_branches(self, message_id: str) -> list[dict]:
         """Children of a message, oldest first."""
         rows = self._fetchall(
-            "SELECT content FROM assistant_messages WHERE session_id = %s AND parent_id = %s ORDER BY seq",
+            "SELECT content, id, role FROM assistant_messages WHERE session_id = %s AND parent_id = %s ORDER BY seq",
             [self.session_id, message_id],
         )
-        return decode.loads_many([r[0] for r in rows])
+        return decode.messages([r[0] for r in rows], lambda bad: [rows[i][1:] for i in bad])
 
     def get_history_row_stats(self, leaf_id: str | None = None) -> list[HistoryRowStat]:
         """``(id, role, bytes)`` of each stored message on the path, root first, without content."""
@@ -373,7 +415,7 @@ class DjangoSessionProvider:
         kept = [r for r in rows if r[0] < min_recent or r[1] <= budget]
         # The walk only goes on past a kept row, so a dropped row means older ones exist.
         truncated = len(kept) < len(rows)
-        window = decode.loads_many([r[2] for r in reversed(kept)])
+        window = self._messages([r[2] for r in reversed(kept)])
         total = int(kept[-1][1]) if kept else 0
         if window and rows[0][3] is not None:  # rows[0] is the leaf (n = 0): the session has overlays
             messages = apply_overlays(window, self.get_compactions(), window=True)

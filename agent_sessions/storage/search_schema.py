@@ -78,9 +78,10 @@ def _tool_text_of(content: object) -> str:
         return ""  # cheap pre-check: most rows are plain text
     try:
         message = json.loads(content)
-    except ValueError:
+        # A row that holds no message (not JSON, too deep, parts not a list) has no tool text.
+        return tool_text(message) if isinstance(message, dict) and isinstance(message.get("parts"), list) else ""
+    except (ValueError, RecursionError):
         return ""
-    return tool_text(message) if isinstance(message, dict) else ""
 
 
 def install_session_fts(apps, schema_editor) -> None:

@@ -67,10 +67,11 @@ def _record(row: SessionRecord | None) -> dict | None:
 
 def _message(row: dict) -> dict:
     entry = {"id": row["message_id"], "parent_id": row["parent_id"], "role": row["role"]}
-    try:
-        entry["message"] = decode.loads(row["content"])
-    except ValueError:
-        entry["content"] = row["content"]  # a foreign writer's non-JSON content, kept verbatim
+    message, damage = decode.checked(row["content"])
+    if damage:  # a row that holds no message (docs/data-model.md): its text, kept verbatim
+        entry["content"] = decode.raw_text(row["content"])
+    else:
+        entry["message"] = message
     entry["created_at"] = _stamp(row["created_at"])
     if row["origin_id"] is not None:
         entry["origin_id"] = row["origin_id"]
