@@ -97,10 +97,7 @@ def test_a_token_total_past_the_bigint_range_is_refused(manager, sid):
     manager.add_usage(sid, 0, 1, 0.0)
     assert usage(sid) == (MAX_TOKENS, MAX_TOKENS, 0.0)
     assert isinstance(usage(sid)[0], int)
-
-
-def test_unknown_sessions_stay_silent(manager):
-    manager.add_usage("no-such-session", 1, 1, 1.0)
+    manager.add_usage("no-such-session", 1, 1, 1.0)  # unknown sessions stay silent, as before
     manager.add_usage("bad\x00id", 1, 1, 1.0)
 
 
@@ -120,13 +117,17 @@ def test_adding_to_a_stored_infinity_is_refused(manager, sid):
     assert usage(sid)[0] == 0
 
 
-@pytest.mark.parametrize("value", ["inf", "-inf", "nan"])
-def test_api_bodies_are_strict_json_with_a_foreign_non_finite_cost(api, value):
-    sid = api.new_session("foreign")
-    store_cost(sid, value)
-    listing = strict_json(api.get("/sessions").content)
+def test_api_bodies_are_strict_json_with_a_foreign_non_finite_cost(api):
+    for value in ("inf", "-inf", "nan"):
+        sid = api.new_session(f"foreign {value}")
+        store_cost(sid, value)
+        check_strict_bodies(api, sid, value)
+
+
+def check_strict_bodies(api, sid: str, value: str) -> None:
+    listing = strict_json(api.get("/sessions").content)  # every session so far, each with a non-finite cost
     expected = 0.0 if value == "nan" and connection.vendor == "sqlite" else None
-    assert [(s["id"], s["estimated_cost"]) for s in listing["items"]] == [(sid, expected)]
+    assert {s["id"]: s["estimated_cost"] for s in listing["items"]}[sid] == expected
     one = api.get(f"/sessions/{sid}")
     assert one.status_code == 200
     assert strict_json(one.content)["estimated_cost"] == expected
@@ -153,9 +154,6 @@ def test_api_usage_route_refuses_an_overflowing_total_with_invalid_usage(api):
     assert (response.status_code, strict_json(response.content)["code"]) == (422, "invalid_usage")
     ok = api.post(f"/sessions/{sid}/usage", {"input_tokens": 0})  # the deprecated route: the whole session
     assert ok.status_code == 422  # a zero add to a stored infinity is refused too
-
-
-def test_api_usage_route_refuses_negative_and_non_finite_bodies(api):
     sid = api.new_session("usage")
     for body in ({"input_tokens": -1}, {"cost": -0.5}):
         response = api.post(f"/sessions/{sid}/usage/increments", body)

@@ -79,7 +79,7 @@ def check_text(value: Any, what: str, *, optional: bool = False) -> str | None:
 
 
 TEXT_FIELDS = ("name", "parent_session_id", "model", "source", "end_reason")
-"""Registry columns every write checks with :func:`check_text`."""
+"""Registry columns :func:`update` checks with :func:`check_text`."""
 
 
 def _checked(fields: dict[str, Any]) -> dict[str, Any]:
@@ -98,9 +98,9 @@ def insert(using: str, name: str, *, session_id: str | None = None, **fields: An
     """A new registry row (id: ``session_id`` or a fresh uuid4 hex), stamped with the registry's clock.
 
     The row returned is what was stored: a row made after its session's messages (fork,
-    compact_and_split) starts with their count (a database trigger) and this stamp.
+    compact_and_split) starts with their count (a database trigger) and this stamp.  Callers check
+    new text with :func:`check_text`; values copied from a stored row (a fork's model) are not checked again.
     """
-    _checked({"name": name, **fields})
     stamp = clock.now()
     return SessionRecord.objects.using(using).create(
         id=session_id or new_id(), name=name, created_at=stamp, updated_at=stamp, **fields
