@@ -231,7 +231,8 @@ class OpenAICompatibleSummarizer:
         return self._parse(response)
 
     def _payload(self, prompt: str) -> dict[str, Any]:
-        messages = [{"role": "user", "content": prompt}]
+        # A lone surrogate (quoted from a foreign row) cannot be encoded as UTF-8 for the request.
+        messages = [{"role": "user", "content": clean_text(prompt)}]
         if self.system_prompt:
             messages.insert(0, {"role": "system", "content": self.system_prompt})
         return {**self.extra_body, "model": self.model, "messages": messages}

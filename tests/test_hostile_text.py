@@ -11,6 +11,7 @@ because of what a session contains; an explicit ``add_compaction`` with NUL is r
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 
 import pytest
@@ -32,9 +33,10 @@ from agent_sessions import tasks as jobs
 from agent_sessions.manager import SessionManager
 from agent_sessions.models import ApiKey, Compaction, ContextBlockRecord, Message, SearchEntry, SessionRecord
 from agent_sessions.storage.orm import DjangoSessionProvider
-from agent_sessions.summarizers import extractive_summarizer
+from agent_sessions.summarizers import OpenAICompatibleSummarizer, extractive_summarizer
 from tests.conftest import msg
 from tests.support.api import make_user
+from tests.test_summarizers import FakeChatServer, completion
 
 pytestmark = pytest.mark.django_db
 
@@ -219,6 +221,24 @@ def test_the_built_in_summarizers_never_echo_nul_or_surrogates():
     summary = extractive_summarizer(prompt)
     assert "\ufffd" in summary
     assert text.storable(summary)
+
+
+def test_a_remote_summary_with_nul_and_surrogates_is_cleaned(session_id):
+    server = FakeChatServer()
+    server.reply = (200, completion("Binary \x00 and \ud800 seen."), "application/json")
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        summarizer = OpenAICompatibleSummarizer(server.base_url, model="tiny", api_key="sk-test", timeout=5)
+        assert summarizer("Summarise") == "Binary \ufffd and \ufffd seen."
+        compact = create_compact_function(summarizer, protect_head=1, tail_token_budget=5, min_tail_messages=1)
+        session = Session.create().for_session(session_id).on_compaction(compact)
+        binary_session(session)
+        assert session.compact().summary == "Binary \ufffd and \ufffd seen."
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
 
 
 def test_auto_compaction_through_the_celery_task_compacts_a_binary_session(session_id):

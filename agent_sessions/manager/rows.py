@@ -180,20 +180,21 @@ def add_usage(using: str, session_id: str, input_tokens: int, output_tokens: int
     _usage_number(cost, "cost", integer=False)
     if not text.storable(session_id):
         return 0
-    stored_in = Coalesce(F("input_tokens"), Value(0), output_field=models.BigIntegerField())
-    stored_out = Coalesce(F("output_tokens"), Value(0), output_field=models.BigIntegerField())
-    stored_cost = Coalesce(F("estimated_cost"), Value(0.0), output_field=models.FloatField())
+    big, real = models.BigIntegerField(), models.FloatField()  # typed: a bare int is bound as a 32-bit integer
+    stored_in = Coalesce(F("input_tokens"), Value(0), output_field=big)
+    stored_out = Coalesce(F("output_tokens"), Value(0), output_field=big)
+    stored_cost = Coalesce(F("estimated_cost"), Value(0.0), output_field=real)
     rows = SessionRecord.objects.using(using).filter(id=session_id)
     changed = rows.filter(
-        LessThanOrEqual(stored_in, MAX_TOKENS - input_tokens),
-        LessThanOrEqual(stored_out, MAX_TOKENS - output_tokens),
+        LessThanOrEqual(stored_in, Value(MAX_TOKENS - input_tokens, output_field=big)),
+        LessThanOrEqual(stored_out, Value(MAX_TOKENS - output_tokens, output_field=big)),
         # One step below MAX_COST - cost: a total that passes it cannot round up to infinity.
-        LessThanOrEqual(stored_cost, math.nextafter(MAX_COST - float(cost), 0.0)),
+        LessThanOrEqual(stored_cost, Value(math.nextafter(MAX_COST - float(cost), 0.0), output_field=real)),
     ).update(
         updated_at=clock.now(),
-        input_tokens=stored_in + input_tokens,
-        output_tokens=stored_out + output_tokens,
-        estimated_cost=stored_cost + float(cost),
+        input_tokens=stored_in + Value(input_tokens, output_field=big),
+        output_tokens=stored_out + Value(output_tokens, output_field=big),
+        estimated_cost=stored_cost + Value(float(cost), output_field=real),
     )
     if not changed and rows.exists():
         raise InvalidUsage(
