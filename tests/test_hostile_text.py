@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import threading
 import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -36,7 +37,6 @@ from agent_sessions.storage.orm import DjangoSessionProvider
 from agent_sessions.summarizers import OpenAICompatibleSummarizer, extractive_summarizer
 from tests.conftest import msg
 from tests.support.api import make_user
-from tests.test_summarizers import FakeChatServer, completion
 
 pytestmark = pytest.mark.django_db
 
@@ -223,17 +223,34 @@ def test_the_built_in_summarizers_never_echo_nul_or_surrogates():
     assert text.storable(summary)
 
 
+class EchoingSummaryHandler(BaseHTTPRequestHandler):
+    """A Chat Completions endpoint whose summary holds a NUL and a lone surrogate (as JSON escapes)."""
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server API)
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        content = "Binary \x00 and \ud800 seen."
+        body = json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format, *args) -> None:
+        pass
+
+
 def test_a_remote_summary_with_nul_and_surrogates_is_cleaned(session_id):
-    server = FakeChatServer()
-    server.reply = (200, completion("Binary \x00 and \ud800 seen."), "application/json")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), EchoingSummaryHandler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        summarizer = OpenAICompatibleSummarizer(server.base_url, model="tiny", api_key="sk-test", timeout=5)
+        base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        summarizer = OpenAICompatibleSummarizer(base_url, model="tiny", api_key="sk-test", timeout=5)
         assert summarizer("Summarise") == "Binary \ufffd and \ufffd seen."
         compact = create_compact_function(summarizer, protect_head=1, tail_token_budget=5, min_tail_messages=1)
         session = Session.create().for_session(session_id).on_compaction(compact)
-        binary_session(session)
+        binary_session(session)  # its prompt quotes a lone surrogate: sent cleaned, not a UnicodeEncodeError
         assert session.compact().summary == "Binary \ufffd and \ufffd seen."
     finally:
         server.shutdown()
