@@ -31,6 +31,21 @@ DEFAULTS: dict[str, Any] = {
     # Guard against parent cycles written by foreign writers (not a depth cap
     # for real data: a path is never this long).
     "MAX_PATH_DEPTH": 50_000_000,
+    # ── text columns: the same limits on every database (agent_sessions.text checks them) ──
+    # Longest message role, in characters.
+    "MAX_ROLE_CHARS": 64,
+    # Longest session name, in characters.
+    "MAX_SESSION_NAME_CHARS": 1_000,
+    # Longest session model, source and end_reason, in characters.
+    "MAX_SESSION_FIELD_CHARS": 200,
+    # Longest context block label, in characters (its stored key adds "_<session id>").
+    "MAX_BLOCK_LABEL_CHARS": 200,
+    # Longest search entry key, in UTF-8 bytes (it is part of a unique index).
+    "MAX_SEARCH_KEY_BYTES": 512,
+    # Longest API key name, in characters (the column holds at most 100).
+    "MAX_API_KEY_NAME_CHARS": 100,
+    # Longest context block content, stored prompt, search entry content and compaction summary (UTF-8 bytes).
+    "MAX_TEXT_BYTES": 4 * 1024 * 1024,
     # ── search ──
     # Budget of distinct indexed words (UTF-8 bytes, estimated high) in one message's search
     # text; beyond it the text is indexed truncated (Postgres refuses tsvectors over 1 MB).
@@ -146,6 +161,38 @@ def max_path_depth() -> int:
     return int(get("MAX_PATH_DEPTH"))
 
 
+def max_role_chars() -> int:
+    return max(1, int(get("MAX_ROLE_CHARS")))
+
+
+def max_session_name_chars() -> int:
+    return max(1, int(get("MAX_SESSION_NAME_CHARS")))
+
+
+def max_session_field_chars() -> int:
+    return max(1, int(get("MAX_SESSION_FIELD_CHARS")))
+
+
+def max_block_label_chars() -> int:
+    return max(1, int(get("MAX_BLOCK_LABEL_CHARS")))
+
+
+def max_search_key_bytes() -> int:
+    return max(1, int(get("MAX_SEARCH_KEY_BYTES")))
+
+
+API_KEY_NAME_COLUMN = 100
+"""Width of ``agent_sessions_api_keys.name`` (a varchar): the name limit never exceeds it."""
+
+
+def max_api_key_name_chars() -> int:
+    return max(1, min(int(get("MAX_API_KEY_NAME_CHARS")), API_KEY_NAME_COLUMN))
+
+
+def max_text_bytes() -> int:
+    return max(1, int(get("MAX_TEXT_BYTES")))
+
+
 class MessageLimits(NamedTuple):
     """The limits a stored message is checked and indexed against, read together."""
 
@@ -155,6 +202,7 @@ class MessageLimits(NamedTuple):
     json_depth: int
     indexed_text_bytes: int
     tool_text_chars: int
+    role_chars: int
 
 
 def message_limits() -> MessageLimits:
@@ -166,6 +214,7 @@ def message_limits() -> MessageLimits:
         max_json_depth(),
         max_indexed_text_bytes(),
         search_tool_text_chars(),
+        max_role_chars(),
     )
 
 

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import pgtrigger
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from . import triggers
+from . import conf, text, triggers
+from .exceptions import InvalidText
 from .querysets import MessageQuerySet
 from .storage import decode
 
@@ -308,11 +310,23 @@ class ApiKey(models.Model):
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.name or self.owner})"
 
+    def clean(self) -> None:
+        """The name's limits for forms (the admin), as :meth:`issue` checks them."""
+        try:
+            text.check(self.name, "API key name", chars=conf.max_api_key_name_chars())
+        except (InvalidText, TypeError) as exc:
+            raise ValidationError({"name": str(exc)}) from None
+
     @classmethod
     def issue(cls, owner, name: str = "", *, using: str | None = None) -> tuple[ApiKey, str]:
-        """Create a key for ``owner``; returns it with the plain token (not stored anywhere)."""
+        """Create a key for ``owner``; returns it with the plain token (not stored anywhere).
+
+        A name a text column cannot hold (NUL, lone surrogates, over ``AGENT_SESSIONS_MAX_API_KEY_NAME_CHARS``)
+        raises :class:`~agent_sessions.exceptions.InvalidText` with nothing written.
+        """
         from .credentials import hash_token, new_token, token_prefix
 
+        text.check(name, "API key name", chars=conf.max_api_key_name_chars())
         token = new_token()
         key = cls(owner=owner, name=name, prefix=token_prefix(token), hashed_secret=hash_token(token))
         key.save(using=using)

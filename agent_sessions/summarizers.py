@@ -13,6 +13,7 @@ import httpx
 
 from . import conf
 from .exceptions import SummarizerError
+from .text import clean as clean_text
 from .tokens import estimate_string_tokens
 
 __all__ = ["OpenAICompatibleSummarizer", "SummarizerError", "extractive_summarizer"]
@@ -135,7 +136,8 @@ def extractive_summarizer(prompt: str) -> str:
     }
     for name in ("Topic", "Current State", "Open Items"):
         sections[name] = sections[name][-_SECTION_LINES:] if name == "Open Items" else sections[name][:_SECTION_LINES]
-    return _fit(sections, min(_budget(prompt), MAX_SUMMARY_TOKENS))
+    # The prompt quotes stored messages (a binary tool output): no NUL or lone surrogate is echoed.
+    return clean_text(_fit(sections, min(_budget(prompt), MAX_SUMMARY_TOKENS)))
 
 
 def _fit(sections: dict[str, list[str]], budget: int) -> str:
@@ -229,7 +231,8 @@ class OpenAICompatibleSummarizer:
         return self._parse(response)
 
     def _payload(self, prompt: str) -> dict[str, Any]:
-        messages = [{"role": "user", "content": prompt}]
+        # A lone surrogate (quoted from a foreign row) cannot be encoded as UTF-8 for the request.
+        messages = [{"role": "user", "content": clean_text(prompt)}]
         if self.system_prompt:
             messages.insert(0, {"role": "system", "content": self.system_prompt})
         return {**self.extra_body, "model": self.model, "messages": messages}
@@ -250,7 +253,7 @@ class OpenAICompatibleSummarizer:
             data = response.json()
         except ValueError as exc:
             raise SummarizerError(f"summarizer endpoint {self.endpoint} returned invalid JSON: {exc}") from exc
-        return _message_text(data, self.endpoint)
+        return clean_text(_message_text(data, self.endpoint))
 
 
 def _message_text(data: Any, endpoint: str) -> str:

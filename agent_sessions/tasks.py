@@ -39,7 +39,7 @@ from django.db import IntegrityError, InterfaceError, OperationalError, connecti
 from django.db.models import Q
 from django.utils import timezone
 
-from . import conf, leases, registry
+from . import conf, leases, registry, text
 from .exceptions import EnqueueTimeout, SummarizerError, TransientCompactionError
 from .models import CompactionJob
 from .storage.orm import DjangoSessionProvider
@@ -70,7 +70,7 @@ def is_transient(error: BaseException) -> bool:
 
 
 def _describe(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}"[:4000]
+    return text.clean(f"{type(error).__name__}: {error}"[:4000])  # stored in a text column
 
 
 # ── the job row and its lease ────────────────────────────────────────────────

@@ -12,8 +12,8 @@ from datetime import datetime
 from json.encoder import encode_basestring
 from typing import Any
 
-from . import conf
-from .exceptions import InvalidMessage, MessageTooLarge
+from . import conf, text
+from .exceptions import InvalidMessage, InvalidText, MessageTooLarge
 
 COMPACTION_PREFIX = "compaction_"
 
@@ -132,8 +132,7 @@ def validate_message(message: Any, limits: conf.MessageLimits | None = None) -> 
     message_id(message, limits)
     if not isinstance(message.get("role"), str) or not message["role"]:
         raise InvalidMessage("message 'role' must be a non-empty string")
-    if "\x00" in message["role"]:
-        raise InvalidMessage("message 'role' must not contain NUL")
+    text.check(message["role"], "message 'role'", chars=limits.role_chars)  # InvalidText
     parts = message.get("parts")
     if not isinstance(parts, list):
         raise InvalidMessage("message 'parts' must be a list")
@@ -171,8 +170,9 @@ def message_id(message: Any, limits: conf.MessageLimits | None = None) -> str:
     msg_id = message.get("id")
     if not isinstance(msg_id, str) or not msg_id.strip():
         raise InvalidMessage("message 'id' must be a non-empty string")
-    if "\x00" in msg_id:
-        raise InvalidMessage("message 'id' must not contain NUL")
+    reason = text.problem(msg_id)
+    if reason is not None:
+        raise InvalidText(f"message 'id' {reason}")
     check_id_length(msg_id, "message 'id'", None if limits is None else limits.id_bytes)
     return msg_id
 

@@ -18,7 +18,10 @@ PACKAGE = Path(agent_sessions.__file__).parent
 # Lowest first; a module belongs to the layer of the longest prefix listed.  Keep in step
 # with the diagram in docs/architecture.md.
 LAYERS: list[tuple[str, list[str]]] = [
-    ("foundation", ["exceptions", "conf", "types", "tokens", "overlays", "asyncutils", "registry", "credentials"]),
+    (
+        "foundation",
+        ["exceptions", "conf", "types", "tokens", "overlays", "asyncutils", "registry", "credentials", "text"],
+    ),
     (
         "sql",
         [

@@ -19,6 +19,7 @@ from . import (
 )
 from .auth import ApiKeyAuth, LoginSessionAuth
 from .limits import CheckedJsonParser, guard_request
+from .renderer import StrictJSONRenderer
 
 DESCRIPTION = """Conversation storage for LLM agents: sessions, tree-structured messages,
 search, compaction, context blocks and AI tools.
@@ -52,6 +53,7 @@ def build_api() -> NinjaAPI:
         urls_namespace="agent_sessions_api",
         auth=[ApiKeyAuth(), LoginSessionAuth()],
         parser=CheckedJsonParser(),
+        renderer=StrictJSONRenderer(),
     )
     errors.install(api)
     api.add_decorator(guard_request, mode="view")

@@ -9,6 +9,7 @@ whole bodies, keys and nested parts included; these validators repeat it per fie
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -52,6 +53,20 @@ def _iso_datetime(value: Any) -> Any:
 
 
 IsoDateTime = Annotated[datetime, BeforeValidator(_iso_datetime)]
+
+
+def _finite_or_none(value: Any) -> Any:
+    """A stored float JSON cannot carry (NaN, ±Infinity, written by a foreign writer) is sent as ``null``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+FiniteFloat = Annotated[
+    float | None,
+    BeforeValidator(_finite_or_none),
+    Field(description="A number; null when the stored value is not finite (NaN or ±Infinity)."),
+]
 Limit = Annotated[int, Field(ge=1, le=MAX_INT)]
 Offset = Annotated[int, Field(ge=0, le=MAX_INT)]
 
@@ -183,7 +198,7 @@ class SessionOut(Schema):
     source: str | None
     input_tokens: int
     output_tokens: int
-    estimated_cost: float
+    estimated_cost: FiniteFloat
     end_reason: str | None
     created_at: datetime | None
     updated_at: datetime | None
@@ -213,7 +228,7 @@ class SessionEndIn(Schema):
 class UsageOut(Schema):
     input_tokens: int
     output_tokens: int
-    estimated_cost: float
+    estimated_cost: FiniteFloat
 
 
 def _json_number(value: Any) -> Any:

@@ -6,11 +6,21 @@ from django.db import connections, router
 from django.db.models import Q
 from django.utils import timezone
 
+from .. import conf, text
 from ..models import ContextBlockRecord, SearchEntry
 from ..search.args import query_terms
 from ..storage import backends, owners
 
 SEARCH_LIMIT = 10
+
+
+def _key_chars() -> int:
+    """Longest stored block key: a label and its ``_<session id>`` suffix."""
+    return conf.max_block_label_chars() + 1 + conf.max_id_bytes()
+
+
+def _checked_key(key: str, what: str) -> str:
+    return text.check(key, what, chars=_key_chars())
 
 
 class StaticProvider:
@@ -72,25 +82,32 @@ class DjangoContextProvider:
 
     def get(self) -> str | None:
         """The stored content, or None when nothing was ever stored under the key."""
+        if not text.storable(self._key()):
+            return None  # never stored: no row can have this key
         row = self._row().values_list("content").first()
         return None if row is None else row[0]
 
     def set(self, content: str) -> None:
-        """Insert or replace the row."""
+        """Insert or replace the row (``InvalidText``, nothing written: NUL, lone surrogates, over a limit)."""
+        key = _checked_key(self._key(), "context block key")
+        text.check_content(content, "context block content")
         ContextBlockRecord.objects.using(self._db()).update_or_create(
-            label=self._key(), defaults={"content": content, "updated_at": timezone.now(), "session_id": self._owner()}
+            label=key, defaults={"content": content, "updated_at": timezone.now(), "session_id": self._owner()}
         )
 
     def set_if_absent(self, content: str) -> str:
         """Store ``content`` unless a row exists; return what is stored (atomic: one INSERT … ON CONFLICT)."""
-        owner = self._owner()
-        row = ContextBlockRecord(label=self._key(), content=content, updated_at=timezone.now(), session_id=owner)
+        key = _checked_key(self._key(), "context block key")
+        text.check_content(content, "stored prompt")
+        row = ContextBlockRecord(label=key, content=content, updated_at=timezone.now(), session_id=self._owner())
         ContextBlockRecord.objects.using(self._db()).bulk_create([row], ignore_conflicts=True)
         stored = self.get()
         return content if stored is None else stored
 
     def delete(self) -> bool:
         """Remove the row; True if one existed."""
+        if not text.storable(self._key()):
+            return False
         deleted, _ = self._row().delete()
         return bool(deleted)
 
@@ -146,6 +163,9 @@ class DjangoSearchProvider:
         """Insert or replace the entry ``key`` (re-indexed by the database)."""
         if not isinstance(key, str) or not key:
             raise ValueError("entry key must be a non-empty string")
+        text.check(key, "search entry key", size=conf.max_search_key_bytes())  # InvalidText
+        text.check_content(content, "search entry content")
+        _checked_key(self.label or "", "search entry label")
         now = timezone.now()
         entries = self._entries()
         assert self.label is not None  # checked by _entries()
@@ -159,5 +179,7 @@ class DjangoSearchProvider:
 
     def delete(self, key: str) -> bool:
         """Remove one entry; True if it existed."""
+        if not text.storable(key) or not text.storable(self.label or ""):
+            return False
         deleted, _ = self._entries().filter(key=key).delete()
         return bool(deleted)

@@ -10,7 +10,7 @@ from typing import Any, Self
 
 from django.db import router, transaction
 
-from .. import conf, registry
+from .. import conf, registry, text
 from ..asyncutils import async_twin
 from ..models import Message, SessionRecord
 from ..session import Session
@@ -120,6 +120,8 @@ class SessionManager(RecordingBuilder):
 
     def delete(self, session_id: str) -> None:
         """Delete the session with its messages, overlays, namespaced context blocks, stored prompt and job row."""
+        if not text.storable(session_id):
+            return  # no session has this id (NUL, a lone surrogate)
         with transaction.atomic(using=self.using):
             rows.purge(self.using, session_id, self._labels())
         with self._lock:
@@ -170,10 +172,14 @@ class SessionManager(RecordingBuilder):
 
     def get_history(self, session_id: str, leaf_id: str | None = None) -> builtins.list[dict]:
         """Root→leaf path with overlays applied (see :meth:`Session.get_history`)."""
+        if not text.storable(session_id):
+            return []
         return self.get_session(session_id).get_history(leaf_id)
 
     def get_message_count(self, session_id: str) -> int:
         """Number of stored messages in the session (every branch)."""
+        if not text.storable(session_id):
+            return 0
         return Message.objects.using(self.using).filter(session_id=session_id).count()
 
     def clear_messages(self, session_id: str) -> None:
@@ -185,6 +191,8 @@ class SessionManager(RecordingBuilder):
 
     def delete_messages(self, session_id: str, message_ids: builtins.list[str]) -> None:
         """Delete messages by id (children stay, as roots)."""
+        if not text.storable(session_id):
+            return
         session = self.get_session(session_id)
         with rows.write_transaction(self.using):
             session.delete_messages(message_ids)
@@ -192,6 +200,8 @@ class SessionManager(RecordingBuilder):
 
     def get_branches(self, session_id: str, message_id: str) -> builtins.list[dict]:
         """Children of a message, oldest first."""
+        if not text.storable(session_id):
+            return []
         return self.get_session(session_id).get_branches(message_id)
 
     # ── fork ────────────────────────────────────────────────────────
@@ -221,6 +231,8 @@ class SessionManager(RecordingBuilder):
 
     def fork_mapping(self, fork_session_id: str) -> dict[str, str]:
         """``{original message id: copied message id}`` of a fork."""
+        if not text.storable(fork_session_id):
+            return {}
         return forking.fork_mapping(self.using, fork_session_id)
 
     # ── compaction ──────────────────────────────────────────────────
@@ -234,6 +246,8 @@ class SessionManager(RecordingBuilder):
 
     def get_compactions(self, session_id: str) -> builtins.list[StoredCompaction]:
         """Every overlay of the session, oldest first."""
+        if not text.storable(session_id):
+            return []
         return self.get_session(session_id).get_compactions()
 
     def compact_and_split(self, session_id: str, summary: str, name: str | None = None) -> SessionInfo:

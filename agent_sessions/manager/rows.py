@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import math
+import sys
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, overload
 
-from django.db import connections, transaction
-from django.db.models import F
+from django.db import connections, models, transaction
+from django.db.models import F, Value
+from django.db.models.functions import Coalesce
+from django.db.models.lookups import LessThanOrEqual
 
-from .. import registry
-from ..exceptions import SessionNotFound
+from .. import conf, registry, text
+from ..exceptions import InvalidUsage, SessionNotFound
 from ..models import Compaction, CompactionJob, ContextBlockRecord, Message, SearchEntry, SessionRecord
 from ..storage import backends, owners
 from ..storage.owners import PROMPT_KEY
@@ -64,14 +67,26 @@ def check_text(value: Any, what: str, *, optional: bool) -> str | None: ...
 
 
 def check_text(value: Any, what: str, *, optional: bool = False) -> str | None:
-    """Reject non-strings and NUL characters (Postgres TEXT cannot hold NUL)."""
-    if value is None and optional:
-        return None
-    if not isinstance(value, str):
-        raise TypeError(f"{what} must be a string, not {type(value).__name__}")
-    if "\x00" in value:
-        raise ValueError(f"{what} must not contain NUL characters")
-    return value
+    """A registry column's value checked by :mod:`agent_sessions.text` against that column's limit.
+
+    ``TypeError`` for a non-string; ``InvalidText`` (a ``ValueError``) for NUL, a lone surrogate
+    or a value over the limit (``AGENT_SESSIONS_MAX_SESSION_NAME_CHARS``, ``…_FIELD_CHARS``, ``…_ID_BYTES``).
+    """
+    if what == "parent_session_id":
+        return text.check(value, what, size=conf.max_id_bytes(), optional=optional)
+    limit = conf.max_session_name_chars() if what == "name" else conf.max_session_field_chars()
+    return text.check(value, what, chars=limit, optional=optional)
+
+
+TEXT_FIELDS = ("name", "parent_session_id", "model", "source", "end_reason")
+"""Registry columns :func:`update` checks with :func:`check_text`."""
+
+
+def _checked(fields: dict[str, Any]) -> dict[str, Any]:
+    for name in TEXT_FIELDS:
+        if isinstance(fields.get(name), str):
+            check_text(fields[name], name)
+    return fields
 
 
 def new_id() -> str:
@@ -83,7 +98,8 @@ def insert(using: str, name: str, *, session_id: str | None = None, **fields: An
     """A new registry row (id: ``session_id`` or a fresh uuid4 hex), stamped with the registry's clock.
 
     The row returned is what was stored: a row made after its session's messages (fork,
-    compact_and_split) starts with their count (a database trigger) and this stamp.
+    compact_and_split) starts with their count (a database trigger) and this stamp.  Callers check
+    new text with :func:`check_text`; values copied from a stored row (a fork's model) are not checked again.
     """
     stamp = clock.now()
     return SessionRecord.objects.using(using).create(
@@ -92,6 +108,9 @@ def insert(using: str, name: str, *, session_id: str | None = None, **fields: An
 
 
 def fetch(using: str, session_id: str) -> SessionRecord | None:
+    """The registry row, or None (also for an id no row can have: NUL, a lone surrogate)."""
+    if not text.storable(session_id):
+        return None
     return SessionRecord.objects.using(using).filter(id=session_id).first()
 
 
@@ -108,6 +127,8 @@ _TOUCH = "UPDATE assistant_sessions SET updated_at = %s WHERE id = %s"
 def touch(using: str, session_id: str) -> None:
     """Bump ``updated_at`` with the registry's clock (written out: the ORM's UPDATE compilation costs
     more than the statement, and the API runs it on every write)."""
+    if not text.storable(session_id):
+        return
     connection = connections[using]
     stamp = connection.ops.adapt_datetimefield_value(clock.now())
     with connection.cursor() as cursor:
@@ -125,23 +146,62 @@ def write_transaction(using: str) -> Iterator[None]:
 
 def update(using: str, session_id: str, **fields: Any) -> int:
     """Update a row and bump ``updated_at``; returns rows changed (0 for an unknown id)."""
+    _checked(fields)
+    if not text.storable(session_id):
+        return 0
     return SessionRecord.objects.using(using).filter(id=session_id).update(updated_at=clock.now(), **fields)
 
 
+MAX_TOKENS = 2**63 - 1
+"""Largest running token count (the columns are 64-bit integers)."""
+MAX_COST = sys.float_info.max
+"""Largest running ``estimated_cost`` (the largest finite double)."""
+
+
+def _usage_number(value: Any, what: str, *, integer: bool) -> None:
+    """Refuse a usage increment that is not a number, negative, not finite or past its column's range."""
+    if isinstance(value, bool) or not isinstance(value, int if integer else int | float):
+        raise TypeError(f"{what} must be {'an int' if integer else 'a number'}")
+    if not math.isfinite(value) or value < 0:
+        raise InvalidUsage(f"{what} must be a finite number ≥ 0, not {value!r}")
+    if value > (MAX_TOKENS if integer else MAX_COST):
+        raise InvalidUsage(f"{what} {value!r} is out of range")
+
+
 def add_usage(using: str, session_id: str, input_tokens: int, output_tokens: int, cost: float) -> int:
-    """Atomic in-database increments, so concurrent callers never lose an update."""
-    for value, what in ((input_tokens, "input_tokens"), (output_tokens, "output_tokens")):
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise TypeError(f"{what} must be an int")
-    if not isinstance(cost, int | float) or isinstance(cost, bool) or not math.isfinite(cost):
-        raise ValueError("cost must be a finite number")
-    return update(
-        using,
-        session_id,
-        input_tokens=F("input_tokens") + input_tokens,
-        output_tokens=F("output_tokens") + output_tokens,
-        estimated_cost=F("estimated_cost") + float(cost),
+    """Atomic in-database increments, so concurrent callers never lose an update.
+
+    The UPDATE's own WHERE refuses an add whose running total would pass the columns' range
+    (``MAX_TOKENS``, ``MAX_COST``), so the check and the add are one statement; such an add (or one
+    to a stored total that is not finite) raises :class:`InvalidUsage` with nothing changed.
+    """
+    _usage_number(input_tokens, "input_tokens", integer=True)
+    _usage_number(output_tokens, "output_tokens", integer=True)
+    _usage_number(cost, "cost", integer=False)
+    if not text.storable(session_id):
+        return 0
+    big, real = models.BigIntegerField(), models.FloatField()  # typed: a bare int is bound as a 32-bit integer
+    stored_in = Coalesce(F("input_tokens"), Value(0), output_field=big)
+    stored_out = Coalesce(F("output_tokens"), Value(0), output_field=big)
+    stored_cost = Coalesce(F("estimated_cost"), Value(0.0), output_field=real)
+    rows = SessionRecord.objects.using(using).filter(id=session_id)
+    changed = rows.filter(
+        LessThanOrEqual(stored_in, Value(MAX_TOKENS - input_tokens, output_field=big)),
+        LessThanOrEqual(stored_out, Value(MAX_TOKENS - output_tokens, output_field=big)),
+        # One step below MAX_COST - cost: a total that passes it cannot round up to infinity.
+        LessThanOrEqual(stored_cost, Value(math.nextafter(MAX_COST - float(cost), 0.0), output_field=real)),
+    ).update(
+        updated_at=clock.now(),
+        input_tokens=stored_in + Value(input_tokens, output_field=big),
+        output_tokens=stored_out + Value(output_tokens, output_field=big),
+        estimated_cost=stored_cost + Value(float(cost), output_field=real),
     )
+    if not changed and rows.exists():
+        raise InvalidUsage(
+            f"adding this usage to session {session_id!r} would take a running total past its range "
+            f"({MAX_TOKENS} tokens, a cost of {MAX_COST:g}) or its stored total is not finite; nothing was added"
+        )
+    return changed
 
 
 def known_labels(*extra: Iterable[str]) -> set[str]:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from asgiref.sync import sync_to_async
 from django.utils.module_loading import import_string
 
-from .. import conf
+from .. import conf, text
 from ..asyncutils import acall, call
 from ..compaction import CompactContext
 from ..exceptions import CompactionNotConfigured
@@ -261,7 +261,10 @@ class SessionCompaction:
         if result is None:
             return None
         result = _as_result(result)
-        if not result.summary.strip():
+        # The summary was made from stored text (a binary tool output, a foreign row): NUL and lone
+        # surrogates would be refused on every retry, so they are replaced here, once.
+        summary = text.clean_content(result.summary)
+        if not summary.strip():
             return None
         from_id = _unwrap(result.from_message_id, plan, "from")
         to_id = _unwrap(result.to_message_id, plan, "to")
@@ -280,18 +283,18 @@ class SessionCompaction:
         if isinstance(self._session.storage, DjangoSessionProvider):
             # Concurrent compact() calls on one session all summarise the same history; only the
             # first to store wins, the others (their plan is stale) store nothing and return None.
-            if self._session.storage.add_compaction_if_unchanged(result.summary, from_id, to_id, plan.seen) is None:
+            if self._session.storage.add_compaction_if_unchanged(summary, from_id, to_id, plan.seen) is None:
                 logger.info(
                     "agent_sessions: session %r was compacted concurrently; this summary was dropped",
                     self._session.session_id,
                 )
                 return None
         else:
-            self.add_compaction(result.summary, from_id, to_id)
+            self.add_compaction(summary, from_id, to_id)
         if self._context.prompt_is_cached:
             self._context.refresh_system_prompt()
         self.forget_estimate()
-        return CompactResult(from_message_id=from_id, to_message_id=to_id, summary=result.summary)
+        return CompactResult(from_message_id=from_id, to_message_id=to_id, summary=summary)
 
     # ── auto-compaction ─────────────────────────────────────────────
     def after_append(self, leaf_id: str, *, path_tokens: int | None = None, parent_id: str | None = None) -> None:

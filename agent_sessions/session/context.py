@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .. import conf, text
 from ..asyncutils import call
 from ..context.block import ContextBlock
 from ..context.block_set import BlockSpec, ContextBlocks
@@ -41,6 +42,7 @@ class ContextConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.label, str) or not self.label.strip():
             raise ValueError("context label must be a non-empty string")
+        text.check(self.label, "context label", chars=conf.max_block_label_chars())  # InvalidText
         if self.max_tokens is not None and (
             isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 1
         ):

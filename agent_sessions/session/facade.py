@@ -12,6 +12,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Self
 
+from .. import text
 from ..asyncutils import async_twin, call
 from ..context.block import ContextBlock
 from ..exceptions import SearchNotSupported
@@ -81,8 +82,9 @@ class Session:
 
     def for_session(self, session_id: str) -> Self:
         """Namespace this session: messages, memory blocks and the stored prompt are keyed by it."""
-        if not isinstance(session_id, str) or "\x00" in session_id:
+        if not isinstance(session_id, str):
             raise ValueError("session_id must be a string without NUL characters")
+        text.check(session_id, "session_id")  # InvalidText (a ValueError): NUL, lone surrogates
         check_id_length(session_id, "session id")
         self._session_id = session_id
         if isinstance(self._storage, DjangoSessionProvider):
@@ -188,7 +190,9 @@ class Session:
         return AppendOutcome(inserted=True)
 
     def update_message(self, message: dict) -> Any:
-        """Replace a stored message (matched by id); search is re-indexed."""
+        """Replace a stored message (matched by id); search is re-indexed.  False when no message has its id."""
+        if isinstance(message, dict) and isinstance(message.get("id"), str) and not text.storable(message["id"]):
+            return False  # NUL or a lone surrogate: no stored message has this id
         validate_message(message)
         self.compaction.forget_estimate()
         return self._call("update_message", message)

@@ -19,7 +19,7 @@ from django.db import DataError, OperationalError, connections, router, transact
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from .. import conf
+from .. import conf, text
 from ..exceptions import InvalidMessage, MessageCycle
 from ..models import Compaction, Message
 from ..overlays import apply_overlays
@@ -141,15 +141,9 @@ def permanent_errors_as_invalid() -> Iterator[None]:
 PERMANENT_SQLSTATE_CLASSES = {"22", "54"}
 
 
-def _storable(value: object) -> bool:
-    """True for a string the database can hold (valid UTF-8, no NUL)."""
-    if not isinstance(value, str) or "\x00" in value:
-        return False
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+def _unknown_leaf(leaf_id: str | None) -> bool:
+    """True when ``leaf_id`` names no row that can exist: a NUL or a lone surrogate is never stored."""
+    return leaf_id is not None and not text.storable(leaf_id)
 
 
 def _placeholders(n: int) -> str:
@@ -160,8 +154,9 @@ class DjangoSessionProvider:
     """Stores one session's messages and overlays in the seed's tables via Django's connection."""
 
     def __init__(self, session_id: str = "", *, using: str | None = None) -> None:
-        if not isinstance(session_id, str) or "\x00" in session_id:
+        if not isinstance(session_id, str):
             raise ValueError("session_id must be a string without NUL characters")
+        text.check(session_id, "session id")  # InvalidText (a ValueError): NUL, lone surrogates
         check_id_length(session_id, "session id")
         self.session_id = session_id
         self._using = using
@@ -209,7 +204,7 @@ class DjangoSessionProvider:
     # ── reads ───────────────────────────────────────────────────────
     def get_message(self, message_id: str) -> dict | None:
         """The stored message with this id in this session, or None."""
-        if not _storable(message_id):
+        if not text.storable(message_id):
             return None  # no such id can have been stored (lone surrogates, NUL)
         row = self._fetchone(
             "SELECT content, role FROM assistant_messages WHERE session_id = %s AND id = %s",
@@ -237,11 +232,11 @@ class DjangoSessionProvider:
             by_text.setdefault(content, []).append((row_id, role))
         taken: dict[Any, int] = {}
         columns = []
-        for text in texts:
-            matches = by_text.get(text) or [(None, None)]
-            n = taken.get(text, 0)
+        for stored in texts:
+            matches = by_text.get(stored) or [(None, None)]
+            n = taken.get(stored, 0)
             columns.append(matches[min(n, len(matches) - 1)])
-            taken[text] = n + 1
+            taken[stored] = n + 1
         return columns
 
     def _rows_where(self, columns: str, key: str, values: list) -> list[tuple]:
@@ -307,6 +302,8 @@ class DjangoSessionProvider:
 
     def get_raw_path(self, leaf_id: str | None = None) -> list[dict]:
         """Root→leaf messages as stored, without overlays (one query, the leaf lookup included)."""
+        if _unknown_leaf(leaf_id):
+            return []
         ranged = self._range_path(leaf_id)
         if ranged is not None:
             return self._messages([r[2] for r in ranged[0]], ranged[0])
@@ -326,6 +323,8 @@ class DjangoSessionProvider:
         the walk; either query also tells whether the session has any overlay, so a
         session without one is read in a single query (two when it branches).
         """
+        if _unknown_leaf(leaf_id):
+            return []
         ranged = self._range_path(leaf_id)
         if ranged is not None:
             rows, has_overlays = ranged
@@ -345,6 +344,8 @@ class DjangoSessionProvider:
 
     def get_path_length(self, leaf_id: str | None = None) -> int:
         """Number of stored messages from the root to the leaf (no overlays)."""
+        if _unknown_leaf(leaf_id):
+            return 0
         if leaf_id is None:
             row = self._latest_leaf(NEWEST_LEAF, LATEST_LEAF)  # (id, depth, path_tokens)
         else:
@@ -364,6 +365,8 @@ class DjangoSessionProvider:
 
     def get_branches(self, message_id: str) -> list[dict]:
         """Children of a message, oldest first."""
+        if not text.storable(message_id):
+            return []
         rows = self._fetchall(
             "SELECT content, id, role FROM assistant_messages WHERE session_id = %s AND parent_id = %s ORDER BY seq",
             [self.session_id, message_id],
@@ -372,6 +375,8 @@ class DjangoSessionProvider:
 
     def get_history_row_stats(self, leaf_id: str | None = None) -> list[HistoryRowStat]:
         """``(id, role, bytes)`` of each stored message on the path, root first, without content."""
+        if _unknown_leaf(leaf_id):
+            return []
         cte, params = self._walk(leaf_id)
         size = self.backend.BYTES_EXPR.format(col="m.content")
         rows = self._fetchall(
@@ -391,6 +396,8 @@ class DjangoSessionProvider:
         """
         min_recent = max(1, int(min_recent_messages))
         budget = int(max_content_bytes)
+        if _unknown_leaf(leaf_id):
+            return RecentHistory(messages=[], truncated=False, total_content_bytes=0)
         connection = self.connection
         vendor = connection.vendor
         columns = f"{backends.for_vendor(vendor).BYTES_EXPR.format(col='m.content')}, m.content, {HAS_OVERLAYS}"
@@ -457,6 +464,8 @@ class DjangoSessionProvider:
         ``leaf_id=None`` means the latest leaf.  After an append the caller passes the
         new row's ``path_tokens``, so a session without overlays costs one query.
         """
+        if _unknown_leaf(leaf_id):
+            return 0
         overlays = self.get_compactions()
         if leaf_id is None:
             row = self._latest_leaf(NEWEST_LEAF, LATEST_LEAF)  # (id, depth, path_tokens)
@@ -486,15 +495,15 @@ class DjangoSessionProvider:
         ``registry_stamp``: also set the session's ``updated_at`` to it, in the insert's own
         transaction, when the message is stored (SessionManager's writes; see ``appends.STAMP``).
         """
-        stored, text, tools = stored_fields(message)
+        stored, search_text, tools = stored_fields(message)
         tokens = estimate_one_message_tokens(message)
         auto = parent_id is OMITTED
-        parent = None if auto or parent_id is None else str(parent_id)
+        parent = None if auto or parent_id is None else text.check(str(parent_id), "parent_id")
         if parent is not None and parent == message["id"]:
             raise cycles.refuse(self.session_id, parent, "a message that is its own parent would close")
         connection = self.connection
         now = connection.ops.adapt_datetimefield_value(timezone.now())
-        values = [message["id"], self.session_id, message["role"], stored, text, tools, now, tokens]
+        values = [message["id"], self.session_id, message["role"], stored, search_text, tools, now, tokens]
         stamp = None if registry_stamp is None else connection.ops.adapt_datetimefield_value(registry_stamp)
         with permanent_errors_as_invalid(), connection.cursor() as cursor:
             row = self.backend.locked_insert(cursor, self.session_id, values, parent, auto=auto, stamp=stamp)
@@ -518,7 +527,9 @@ class DjangoSessionProvider:
 
     def update_message(self, message: dict) -> bool:
         """Replace a stored message's content (same id); re-indexes search. False if absent."""
-        stored, text, tools = stored_fields(message)
+        if isinstance(message, dict) and isinstance(message.get("id"), str) and not text.storable(message["id"]):
+            return False  # no stored message has this id
+        stored, search_text, tools = stored_fields(message)
         tokens = estimate_one_message_tokens(message)
         with permanent_errors_as_invalid(), transaction.atomic(using=self.using), self.connection.cursor() as cursor:
             # The subtree repair below updates many rows: serialise with the session's other
@@ -530,7 +541,7 @@ class DjangoSessionProvider:
                 [
                     message["role"],
                     stored,
-                    text,
+                    search_text,
                     tools,
                     tokens,
                     self.session_id,
@@ -544,7 +555,7 @@ class DjangoSessionProvider:
 
     def delete_messages(self, message_ids: list[str]) -> int:
         """Delete these messages (children stay, as roots of their subtrees). Returns rows deleted."""
-        ids = [i for i in dict.fromkeys(message_ids) if isinstance(i, str)]
+        ids = [i for i in dict.fromkeys(message_ids) if text.storable(i)]
         if not ids:
             return 0
         deleted = 0
@@ -608,7 +619,14 @@ class DjangoSessionProvider:
             Compaction.objects.using(self.using).filter(session_id=self.session_id).delete()
 
     def add_compaction(self, summary: str, from_message_id: str, to_message_id: str) -> StoredCompaction:
-        """Store an overlay that replaces ``from..to`` with ``summary`` on read."""
+        """Store an overlay that replaces ``from..to`` with ``summary`` on read.
+
+        A summary or id a text column cannot hold (NUL, lone surrogates, over its limit) raises
+        :class:`~agent_sessions.exceptions.InvalidText` with nothing written.
+        """
+        text.check_content(summary, "compaction summary")
+        text.check_id(from_message_id, "from_message_id")
+        text.check_id(to_message_id, "to_message_id")
         row = Compaction.objects.using(self.using).create(
             compaction_id=uuid.uuid4().hex,
             session_id=self.session_id,
@@ -683,7 +701,7 @@ class DjangoSessionProvider:
                     for message in messages[1:]:
                         mid = message["id"]
                         if mid not in totals:
-                            content, text, tools = stored_fields(message, limits)
+                            content, search_text, tools = stored_fields(message, limits)
                             _, depth, path_tokens = totals[previous]
                             tokens = estimate_one_message_tokens(message)
                             depth = None if depth is None else depth + 1
@@ -691,8 +709,8 @@ class DjangoSessionProvider:
                             totals[mid] = (previous, depth, path_tokens)
                             inserted = True
                             yield [
-                                self.session_id, mid, previous, message["role"], content, text, tools, now, tokens,
-                                depth, path_tokens, None,
+                                self.session_id, mid, previous, message["role"], content, search_text, tools, now,
+                                tokens, depth, path_tokens, None,
                             ]  # fmt: skip
                         previous = mid
 
@@ -745,6 +763,8 @@ class DjangoSessionProvider:
         Raises :class:`MessageCycle` when the path goes round a parent cycle: a copy must not
         carry one, nor quietly drop the rows above it.
         """
+        if _unknown_leaf(leaf_id):
+            return []
         rows = self._fetchall(
             path_cte(self.connection.vendor)
             + "SELECT m.id, m.role, m.content, m.text_content, m.tool_text, m.created_at, m.tokens, path.parent_id "
@@ -772,6 +792,8 @@ class DjangoSessionProvider:
         round a parent cycle, its farthest row's parent being on it);
         :func:`agent_sessions.manager.fork.copy_path` then copies in Python (or refuses a cycle).
         """
+        if _unknown_leaf(leaf_id):
+            return 0
         backend = self.backend
         quote = backend.JSON_QUOTE_EXPR.format(col="m.id")
         sql = (

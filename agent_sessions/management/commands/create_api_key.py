@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+from agent_sessions.exceptions import InvalidText
 from agent_sessions.models import ApiKey
 
 
@@ -23,6 +24,9 @@ class Command(BaseCommand):
             raise CommandError(f"No user named {username!r}.") from None
         if not user.is_active:
             raise CommandError(f"User {username!r} is inactive; its keys would be refused.")
-        key, token = ApiKey.issue(user, name)
+        try:
+            key, token = ApiKey.issue(user, name)
+        except InvalidText as exc:
+            raise CommandError(f"--name: {exc}") from None
         self.stderr.write(f"Created API key {key.prefix}… ({name or 'unnamed'}) for {username}. Store the token now:")
         self.stdout.write(token)
