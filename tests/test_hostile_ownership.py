@@ -17,7 +17,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.utils import timezone
 
-from agent_sessions import DjangoSearchProvider, SessionManager
+from agent_sessions import ContextReadOnly, DjangoSearchProvider, SessionManager
 from agent_sessions.admin.context_panel import block_text, load_panel
 from agent_sessions.models import ContextBlockRecord, SearchEntry, SessionRecord
 from tests.conftest import msg
@@ -352,3 +352,29 @@ with connection.cursor() as c:
 def test_the_upgrade_goes_back_and_forth():
     """Back at 0027 the suffix cascade returns (memory_z goes too); at 0028 an ownerless memory_z stays."""
     assert migration_steps(_BACK_AND_FORTH, ("0028", "0027", "0028")) == ["memory_z", "-", "memory_z"]
+
+
+def test_a_colliding_key_is_refused_not_taken_over(db):
+    """``memory_user_chat`` is label ``memory`` of ``user_chat`` and label ``memory_user`` of ``chat``:
+    the second writer is refused and the first session's block and entries stay as they were."""
+    SessionRecord.objects.create(id=SHORT, name=SHORT)
+    SessionRecord.objects.create(id=LONG, name=LONG)
+    owner = SessionManager().with_context("memory").get_session(LONG)
+    owner.replace_context_block("memory", "the owner's memory")
+    intruder = SessionManager().with_context("memory_user").get_session(SHORT)
+    with pytest.raises(ContextReadOnly):
+        intruder.replace_context_block("memory_user", "planted")
+    row = ContextBlockRecord.objects.get(label=f"memory_{LONG}")
+    assert (row.content, row.session_id) == ("the owner's memory", LONG)
+    assert intruder.get_context_block("memory_user").content == ""  # another session's row reads as absent
+
+    DjangoSearchProvider(label=f"kb_{LONG}", session_id=LONG).set("fact", "the owner's fact")
+    other = DjangoSearchProvider(label=f"kb_{LONG}", session_id=SHORT)
+    with pytest.raises(ContextReadOnly):
+        other.set("fact", "planted")
+    other.set("own", "an entry of its own")
+    assert other.search("fact") == []
+    assert [hit["key"] for hit in other.search("entry own")] == ["own"]
+    entry = SearchEntry.objects.get(label=f"kb_{LONG}", key="fact")
+    assert (entry.content, entry.session_id) == ("the owner's fact", LONG)
+    assert [hit["key"] for hit in DjangoSearchProvider(label=f"kb_{LONG}", session_id=LONG).search("fact")] == ["fact"]

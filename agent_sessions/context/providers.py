@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from django.db import connections, router
+from django.db import connections, models, router, transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from .. import conf, text
+from ..exceptions import ContextReadOnly
 from ..models import ContextBlockRecord, SearchEntry
 from ..search.args import query_terms
 from ..storage import backends, owners
@@ -21,6 +22,29 @@ def _key_chars() -> int:
 
 def _checked_key(key: str, what: str) -> str:
     return text.check(key, what, chars=_key_chars())
+
+
+def _visible(rows: models.QuerySet, session_id: str | None) -> models.QuerySet:
+    """``rows`` as a session sees them: its own and ownerless ones; another session's row is absent to it."""
+    if session_id:
+        return rows.filter(Q(session_id=session_id) | Q(session_id__isnull=True))
+    return rows
+
+
+def _write_owned(rows: models.QuerySet, lookup: dict, values: dict, created: dict, owner: str | None) -> None:
+    """Update the row ``lookup`` names, or insert it, as ``owner``'s; never another session's row.
+
+    The seed's keys are ambiguous (``memory_user_X``: label ``memory`` of ``user_X`` or label
+    ``memory_user`` of ``X``), so a row another session owns is refused with
+    :class:`ContextReadOnly` and left as it is, rather than taken over.
+    """
+    owned = {} if owner is None else {"session_id": owner}
+    with transaction.atomic(using=rows.db):
+        if _visible(rows.filter(**lookup), owner).update(**values, **owned):
+            return
+        _, inserted = rows.get_or_create(**lookup, defaults={**values, **created, **owned})
+        if not inserted:
+            raise ContextReadOnly(f"{lookup} belongs to another session; nothing was written")
 
 
 class StaticProvider:
@@ -75,10 +99,7 @@ class DjangoContextProvider:
 
     def _row(self):
         """The row under the key; a session's provider sees it only when the session or nobody owns it."""
-        rows = ContextBlockRecord.objects.using(self._db()).filter(label=self._key())
-        if self.session_id:
-            rows = rows.filter(Q(session_id=self.session_id) | Q(session_id__isnull=True))
-        return rows
+        return _visible(ContextBlockRecord.objects.using(self._db()).filter(label=self._key()), self.session_id)
 
     def get(self) -> str | None:
         """The stored content, or None when nothing was ever stored under the key."""
@@ -88,12 +109,12 @@ class DjangoContextProvider:
         return None if row is None else row[0]
 
     def set(self, content: str) -> None:
-        """Insert or replace the row (``InvalidText``, nothing written: NUL, lone surrogates, over a limit)."""
+        """Insert or replace the row (``InvalidText``, nothing written: NUL, lone surrogates, over a limit;
+        ``ContextReadOnly``: another session owns the key)."""
         key = _checked_key(self._key(), "context block key")
         text.check_content(content, "context block content")
-        ContextBlockRecord.objects.using(self._db()).update_or_create(
-            label=key, defaults={"content": content, "updated_at": timezone.now(), "session_id": self._owner()}
-        )
+        rows = ContextBlockRecord.objects.using(self._db())
+        _write_owned(rows, {"label": key}, {"content": content, "updated_at": timezone.now()}, {}, self._owner())
 
     def set_if_absent(self, content: str) -> str:
         """Store ``content`` unless a row exists; return what is stored (atomic: one INSERT … ON CONFLICT)."""
@@ -137,9 +158,10 @@ class DjangoSearchProvider:
         return self.using or router.db_for_write(SearchEntry)
 
     def _entries(self):
+        """The block's entries this provider's session sees (its own and ownerless ones)."""
         if self.label is None:
             raise ValueError("DjangoSearchProvider has no label: register it as a context block first")
-        return SearchEntry.objects.using(self._db()).filter(label=self.label)
+        return _visible(SearchEntry.objects.using(self._db()).filter(label=self.label), self.session_id)
 
     def get(self) -> str:
         """A one-line summary for the prompt: how many entries are indexed."""
@@ -149,15 +171,25 @@ class DjangoSearchProvider:
         return f"{count} {'entry' if count == 1 else 'entries'} indexed. Use search_context to find them."
 
     def search(self, query: str, limit: int = SEARCH_LIMIT) -> list[dict]:
-        """Entries containing every word of ``query``, best first, as ``{"key", "content"}``."""
+        """Entries containing every word of ``query``, best first, as ``{"key", "content"}``
+        (another session's entries under the same label left out)."""
         self._entries()  # validates the label
         terms = query_terms(query)
         if not terms:
             return []
         db = self._db()
+        hidden = self._foreign_keys()
         with connections[db].cursor() as cursor:
-            rows = backends.for_alias(db).search_entries(cursor, self.label, terms, int(limit))
-        return [{"key": key, "content": content} for key, content in rows]
+            rows = backends.for_alias(db).search_entries(cursor, self.label, terms, int(limit) + len(hidden))
+        return [{"key": key, "content": content} for key, content in rows if key not in hidden][: int(limit)]
+
+    def _foreign_keys(self) -> set[str]:
+        """Keys of the entries under this label that another session owns (none without a session id)."""
+        if not self.session_id:
+            return set()
+        rows = SearchEntry.objects.using(self._db()).filter(label=self.label)
+        mine = Q(session_id=self.session_id) | Q(session_id__isnull=True)
+        return set(rows.exclude(mine).values_list("key", flat=True))
 
     def set(self, key: str, content: str) -> None:
         """Insert or replace the entry ``key`` (re-indexed by the database)."""
@@ -167,15 +199,12 @@ class DjangoSearchProvider:
         text.check_content(content, "search entry content")
         _checked_key(self.label or "", "search entry label")
         now = timezone.now()
-        entries = self._entries()
-        assert self.label is not None  # checked by _entries()
+        self._entries()  # validates the label
+        assert self.label is not None
         owner = owners.owner_for(self._db(), self.label, self.session_id)
-        entries.update_or_create(
-            label=self.label,
-            key=key,
-            defaults={"content": content, "updated_at": now, "session_id": owner},
-            create_defaults={"content": content, "created_at": now, "updated_at": now, "session_id": owner},
-        )
+        rows = SearchEntry.objects.using(self._db())
+        lookup = {"label": self.label, "key": key}
+        _write_owned(rows, lookup, {"content": content, "updated_at": now}, {"created_at": now}, owner)
 
     def delete(self, key: str) -> bool:
         """Remove one entry; True if it existed."""
