@@ -1,9 +1,12 @@
 """The bound on a query's cost: how many terms it may have, and how many of them scan.
 
 A search costs about (rows its indexed terms select) × (its terms), and a term no index
-serves (a CJK word under 3 characters) is tested on up to ``SEARCH_SCAN_ROWS`` rows. Both
-counts are capped here, before any SQL runs, so every entry point (Session, manager, API,
-tools, admin, querysets) refuses the same queries with :class:`SearchTooComplex`.
+serves (a CJK word under 3 characters) is tested on up to ``SEARCH_SCAN_ROWS`` rows. ANDed
+scanning terms stop at a row's first miss; alternatives OR'd together are each tested on every
+row that matches none of them, so those are what is capped.  The terms and the scanning
+alternatives of any one OR group are capped here, before any SQL runs, so every entry point
+(Session, manager, API, tools, admin, querysets) refuses the same queries with
+:class:`SearchTooComplex`.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from .query import MAX_TERMS, Query
 
 
 def limits() -> tuple[int, int]:
-    """``(most terms, most scanning terms)`` a query may have (the terms capped at the parser's MAX_TERMS)."""
+    """``(most terms, most scanning alternatives in one OR group)`` (terms capped at the parser's MAX_TERMS)."""
     return min(conf.search_max_terms(), MAX_TERMS), conf.search_max_scan_terms()
 
 
@@ -26,10 +29,12 @@ def check(query: Query) -> Query:
         raise SearchTooComplex(
             f"search query has more than {most_terms} terms (words, phrases and exclusions); use fewer words"
         )
-    scanning = sum(1 for t in terms if t.short)
+    scanning = max((sum(1 for t in group.terms if t.short) for group in query.groups), default=0)
+    if most_scanning == 0:  # no scanning term at all
+        scanning = sum(1 for t in terms if t.short)
     if scanning > most_scanning:
         raise SearchTooComplex(
-            f"search query has {scanning} terms of one or two CJK (or other unspaced-script) characters, "
+            f"search query ORs {scanning} terms of one or two CJK (or other unspaced-script) characters, "
             f"which no index serves; at most {most_scanning} are allowed: use longer words"
         )
     return query
