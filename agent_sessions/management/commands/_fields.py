@@ -20,11 +20,30 @@ BIGINT_MAX = 2**63 - 1
 """Largest value of a BigInteger column (both databases)."""
 
 # Length limits of the free-text columns, in characters.
-ROLE_CHARS = 64
-NAME_CHARS = 1_000
-TAG_CHARS = 200  # model, source, end_reason
-LABEL_CHARS = 200  # a context block or search entry label, without its ``_<session id>`` suffix
-KEY_CHARS = 512  # a search entry key
+# The limits are the Python API's (conf.py), so a file holds what an API caller could write.
+
+
+def role_chars() -> int:
+    return conf.max_role_chars()
+
+
+def name_chars() -> int:
+    return conf.max_session_name_chars()
+
+
+def tag_chars() -> int:
+    """Model, source, end_reason."""
+    return conf.max_session_field_chars()
+
+
+def label_chars() -> int:
+    """A context block or search entry label, without its ``_<session id>`` suffix."""
+    return conf.max_block_label_chars()
+
+
+def key_bytes() -> int:
+    """A search entry key (UTF-8 bytes)."""
+    return conf.max_search_key_bytes()
 
 
 class BadField(ValueError):
@@ -78,8 +97,10 @@ def storable(value: str, field: str) -> str:
     return value
 
 
-def text(value: Any, field: str, *, max_chars: int | None = None, nullable: bool = False) -> Any:
-    """A string for a text column: type, NUL / lone surrogate, and at most ``max_chars`` characters."""
+def text(
+    value: Any, field: str, *, max_chars: int | None = None, max_bytes: int | None = None, nullable: bool = False
+) -> Any:
+    """A string for a text column: its type, no NUL or lone surrogate, within ``max_chars`` / ``max_bytes``."""
     if value is None and nullable:
         return None
     if not isinstance(value, str):
@@ -87,6 +108,8 @@ def text(value: Any, field: str, *, max_chars: int | None = None, nullable: bool
     storable(value, field)
     if max_chars is not None and len(value) > max_chars:
         raise BadField(field, f"is {len(value)} characters; the limit is {max_chars}")
+    if max_bytes is not None and len(value.encode("utf-8")) > max_bytes:
+        raise BadField(field, f"is {len(value.encode('utf-8'))} bytes; the limit is {max_bytes}")
     return value
 
 

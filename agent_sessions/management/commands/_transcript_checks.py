@@ -27,10 +27,10 @@ _PART_STRINGS: dict[str, tuple[str | None, tuple[str, ...]]] = {
 def check_options(*, session_id: str, name: str, model: Any, source: str, system_label: str) -> None:
     """The values the command stores besides the messages: ids, names and labels."""
     f.ident(session_id, "--session-id")
-    f.text(name, "--name", max_chars=f.NAME_CHARS)
-    f.text(model, "model", max_chars=f.TAG_CHARS, nullable=True)
-    f.text(source, "--source", max_chars=f.TAG_CHARS)
-    f.text(system_label, "--system-label", max_chars=f.LABEL_CHARS)
+    f.text(name, "--name", max_chars=f.name_chars())
+    f.text(model, "model", max_chars=f.tag_chars(), nullable=True)
+    f.text(source, "--source", max_chars=f.tag_chars())
+    f.text(system_label, "--system-label", max_chars=f.label_chars())
     if not system_label:
         raise BadField("--system-label", "must not be empty")
 
@@ -43,7 +43,7 @@ def check_messages(messages: list[dict], *, system_as_message: bool) -> None:
         role = message.get("role")
         if role is None or role == "":
             raise BadField(f"{where}.role", "missing: the message has no role")
-        f.text(role, f"{where}.role", max_chars=f.ROLE_CHARS)
+        f.text(role, f"{where}.role", max_chars=f.role_chars())
         content = message.get("content")
         _content(content, f"{where}.content")
         if role in SYSTEM_ROLES and leading and not system_as_message:
