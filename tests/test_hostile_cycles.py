@@ -222,15 +222,16 @@ def test_update_and_delete_of_a_row_on_a_cycle_terminate(session, session_id):
 # ── writes refuse to close a cycle ──────────────────────────────────────────
 
 
-def test_a_self_parent_is_refused_and_nothing_is_written(session):
+def test_a_self_parent_on_append_is_a_parent_not_in_the_session(session):
+    """A new message naming itself as parent names a message the session does not hold yet: it becomes a
+    root (the SPEC's fallback for a parent not in the session), never a stored self-parent."""
     session.append_message(msg("a"))
-    with pytest.raises(MessageCycle):
-        session.append_message(msg("x"), "x")
-    assert session.get_message("x") is None
-    with pytest.raises(MessageCycle):
-        session.storage.append_messages_bulk([msg("y"), msg("z")], "y")
-    assert session.get_message("y") is None
-    assert session.get_message("z") is None
+    assert session.append_message(msg("x"), "x") is True
+    assert Message.objects.get(session_id=session.session_id, message_id="x").parent_id is None
+    session.storage.append_messages_bulk([msg("y"), msg("z")], "y")
+    rows = dict(Message.objects.filter(session_id=session.session_id).values_list("message_id", "parent_id"))
+    assert (rows["y"], rows["z"]) == (None, "y")
+    assert ids(bounded(lambda: session.get_history("z"))) == ["y", "z"]
 
 
 def test_an_append_that_would_close_a_cycle_is_refused_and_writes_nothing(session, session_id):

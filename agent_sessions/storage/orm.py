@@ -65,6 +65,14 @@ _STORED_ID = "SELECT 1 FROM assistant_messages WHERE session_id = %s AND id = %s
 T = TypeVar("T")
 
 
+# The columns a damaged row's marked message takes (its id and role), by id or by stored text;
+# ``(%s)`` stands for the list of values.
+ROLES_BY_ID = "SELECT id, role FROM assistant_messages WHERE session_id = %s AND id IN (%s) ORDER BY seq"
+ROLES_BY_CONTENT = (
+    "SELECT content, id, role FROM assistant_messages WHERE session_id = %s AND content IN (%s) ORDER BY seq"
+)
+
+
 def _orphaned_id(message_id: str, *, cycle: bool = False) -> InvalidMessage:
     """The refusal of an id stored rows name as their parent; :class:`MessageCycle` when the message,
     stored where it was asked to go, would be its own ancestor."""
@@ -225,10 +233,10 @@ class DjangoSessionProvider:
         """``(id, role)`` of damaged rows: looked up by id when the read had it, else by their stored text
         (equal texts take this session's rows in insertion order, as a path lists them)."""
         if ids is not None:
-            found = dict(self._rows_where("id, role", "id", list(dict.fromkeys(ids))))
+            found = dict(self._rows_where(ROLES_BY_ID, list(dict.fromkeys(ids))))
             return [(i, found.get(i)) for i in ids]
         by_text: dict[Any, list[tuple]] = {}
-        for content, row_id, role in self._rows_where("content, id, role", "content", list(dict.fromkeys(texts))):
+        for content, row_id, role in self._rows_where(ROLES_BY_CONTENT, list(dict.fromkeys(texts))):
             by_text.setdefault(content, []).append((row_id, role))
         taken: dict[Any, int] = {}
         columns = []
@@ -239,17 +247,13 @@ class DjangoSessionProvider:
             taken[stored] = n + 1
         return columns
 
-    def _rows_where(self, columns: str, key: str, values: list) -> list[tuple]:
-        """``columns`` of this session's rows whose ``key`` is one of ``values``, in insertion order
+    def _rows_where(self, sql: str, values: list) -> list[tuple]:
+        """``sql`` (:data:`ROLES_BY_ID` or :data:`ROLES_BY_CONTENT`) over ``values``, in insertion order
         (500 values a query, under SQLite's bound-parameter limit)."""
         rows: list[tuple] = []
         for start in range(0, len(values), 500):
             chunk = values[start : start + 500]
-            rows += self._fetchall(
-                f"SELECT {columns} FROM assistant_messages WHERE session_id = %s "
-                f"AND {key} IN ({_placeholders(len(chunk))}) ORDER BY seq",
-                [self.session_id, *chunk],
-            )
+            rows += self._fetchall(sql.replace("(%s)", f"({_placeholders(len(chunk))})"), [self.session_id, *chunk])
         return rows
 
     def _latest_leaf(self, newest: str, anywhere: str) -> tuple | None:
@@ -499,8 +503,6 @@ class DjangoSessionProvider:
         tokens = estimate_one_message_tokens(message)
         auto = parent_id is OMITTED
         parent = None if auto or parent_id is None else text.check(str(parent_id), "parent_id")
-        if parent is not None and parent == message["id"]:
-            raise cycles.refuse(self.session_id, parent, "a message that is its own parent would close")
         connection = self.connection
         now = connection.ops.adapt_datetimefield_value(timezone.now())
         values = [message["id"], self.session_id, message["role"], stored, search_text, tools, now, tokens]
