@@ -138,7 +138,7 @@ def _on_postgres(schema_editor, step: str, *args) -> None:
 
 
 def drop_duplicate_seq_index(apps, schema_editor) -> None:
-    """Postgres: the ``(session_id, seq)`` index duplicates the primary key since migration 0010."""
+    """Postgres: drop the ``(session_id, seq)`` index where the primary key is that same btree."""
     _on_postgres(schema_editor, "drop_duplicate_seq_index")
 
 

@@ -4,8 +4,8 @@ Triggers, not Django's collector, because the tables are shared with foreign
 writers and raw SQL: a ``DELETE FROM assistant_sessions`` from anywhere leaves
 no orphans, and an ``UPDATE`` that would re-parent or re-key a message fails
 whoever issues it.  On Postgres they are django-pgtrigger triggers (installed
-by migration 0008, listed by ``manage.py pgtrigger ls``); SQLite gets the same
-behaviour from its own ``CREATE TRIGGER`` statements (storage/sqlite.py) in the same migration.
+by the app's migrations, listed by ``manage.py pgtrigger ls``); SQLite gets the same
+behaviour from its own ``CREATE TRIGGER`` statements (storage/sqlite.py), installed alongside.
 See docs/data-model.md.
 """
 

@@ -7,8 +7,8 @@ those raise and go to ``json.loads``) and in one thing it accepts: an integer pa
 which it turns into a float.  A run of 19 digits anywhere in the text sends it to ``json`` too
 (checked once for a whole batch).  Without orjson, ``json``'s own scanner is called directly:
 for a row of a hundred bytes ``json.loads`` spends about as long around the scan as in it.
-Anything but one compact JSON document goes to ``json.loads`` itself, which returns or raises
-as it always did.
+Anything but one compact JSON document goes to ``json.loads`` itself, so it returns or raises
+exactly as ``json.loads`` does.
 
 Reads of messages go through :func:`message` and :func:`messages`, which never raise: a row
 another program left that is not a message (not JSON, not an object, nested too deep, no id or
@@ -121,7 +121,7 @@ def loads_many(texts: Sequence[str]) -> list[Any]:
 
 GUARD_CHUNK = 250
 """Texts joined per look for a long run of digits (about 25 KB of messages).  Joined all at once,
-10,000 rows made three fresh 1 MB buffers, whose page faults cost as much as the look itself
+10,000 rows make three fresh 1 MB buffers, whose page faults cost as much as the look itself
 (1.5 against 0.6 ms); a run inside one text is inside one chunk all the same."""
 
 

@@ -161,12 +161,12 @@ def _locked_insert(
     """Run the append (storage/appends.py) under the session's advisory lock, in one round trip.
 
     Normally one call of the ``agent_sessions_append`` function (storage/postgres_append.py:
-    it keeps the plans), which also sets a registry ``stamp``.  A database without it gets,
-    in one transaction (see :func:`_together`): before migration 0024, the call without the
-    stamp, then :data:`appends.STAMP`; before 0018 (as while a deploy runs new code before
-    ``migrate``), the lock, the statement (on a hash-partitioned table, with the probe that
-    prunes) and the stamp.  ``values``: the row's eight values (see :func:`appends.params`).
-    None: the id already existed.
+    it keeps the plans), which also sets a registry ``stamp``.  A database not migrated that far
+    (as while a deploy runs new code before ``migrate``) gets, in one transaction (see
+    :func:`_together`): with the function but without its stamp argument, the call without the
+    stamp, then :data:`appends.STAMP`; without the function, the lock, the statement (on a
+    hash-partitioned table, with the probe that prunes) and the stamp.  ``values``: the row's eight
+    values (see :func:`appends.params`).  None: the id already existed.
     """
     key = lock_key(session_id)
     mode = _append_mode(cursor)
@@ -258,8 +258,8 @@ _READS_SQL = "SELECT " + ", ".join(["to_regprocedure(%s) IS NOT NULL"] * len(_RE
 
 def read_calls(connection) -> ReadCalls:
     """What ``get_history`` and ``get_recent_history`` send for their range reads: each read
-    function's call (storage/postgres_reads.py), or None for one the database lacks (before
-    migrations 0025, 0026, 0027): the statement is sent instead, or a window's first read reads on."""
+    function's call (storage/postgres_reads.py), or None for one the database lacks (not yet
+    migrated): the statement is sent instead, or a window's first read reads on."""
     with connection.wrap_database_errors:
         connection.ensure_connection()
         raw = connection.connection
@@ -283,7 +283,7 @@ ranked_messages = _searcher.ranked_messages
 
 
 def trigram_install_sql() -> list[str]:
-    """Substring (CJK) search: pg_trgm and GIN ``gin_trgm_ops`` indexes on the text columns (migration 0005)."""
+    """Substring (CJK) search: pg_trgm and GIN ``gin_trgm_ops`` indexes on the text columns."""
     return [
         "CREATE EXTENSION IF NOT EXISTS pg_trgm",
         "CREATE INDEX IF NOT EXISTS idx_assistant_msg_trgm ON assistant_messages USING GIN (text_content gin_trgm_ops)",
@@ -361,7 +361,7 @@ def tool_text_index_sql(*, with_tool_text: bool = True) -> list[str]:
     return statements
 
 
-# ── partition-safe keys (migration 0007) ────────────────────────────
+# ── partition-safe keys: every key of the growing tables includes session_id ──
 def _constraint(cursor, table: str, definition: str, kind: str) -> str | None:
     """Name of ``table``'s constraint of ``kind`` ('p', 'u') whose definition is ``definition``."""
     cursor.execute(
@@ -384,7 +384,7 @@ def _replace_primary_key(cursor, table: str, old: str, new: str) -> None:
 def upgrade_keys(cursor, path_key_index: str) -> None:
     """Every key of the growing tables includes session_id; ``seq`` keeps a plain index for pk lookups.
 
-    Handles both layouts: tables created by migration 0001 (primary key ``seq``)
+    Handles both layouts: tables created by the library's first schema (primary key ``seq``)
     and tables adopted from the seed's DDL (primary keys ``(session_id, id)`` and ``id``).
     """
     _replace_primary_key(cursor, "assistant_messages", "seq", "session_id, seq")
@@ -403,7 +403,7 @@ def upgrade_keys(cursor, path_key_index: str) -> None:
 
 def drop_duplicate_seq_index(cursor) -> None:
     """Drop ``assistant_msg_sess_seq`` where the primary key is ``(session_id, seq)``: the same btree
-    twice, which every inserted row paid for (migration 0016)."""
+    twice, which every inserted row would pay for."""
     cursor.execute(
         "SELECT array_agg(a.attname ORDER BY k.n) FROM pg_index i "
         "CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n) "
@@ -437,8 +437,8 @@ def session_id_pattern_indexes(cursor) -> list[str]:
 
 
 def drop_session_id_pattern_index(cursor) -> None:
-    """Drop Django's ``LIKE`` index on the session id (migration 0022): nothing here looks sessions up
-    by an id prefix, and every append paid an entry in it, since its update of the session row
+    """Drop Django's ``LIKE`` index on the session id: nothing here looks sessions up
+    by an id prefix, and every append would pay an entry in it, since its update of the session row
     (count, ``updated_at``) writes a new version that every index of the table indexes."""
     for name in session_id_pattern_indexes(cursor):
         cursor.execute(f'DROP INDEX IF EXISTS "{name}"')
@@ -450,7 +450,7 @@ def restore_session_id_pattern_index(cursor, name: str) -> None:
 
 
 def downgrade_keys(cursor, old_path_key_index: str) -> None:
-    """Reverse of :func:`upgrade_keys` for tables created by migration 0001 (not partitioned)."""
+    """Reverse of :func:`upgrade_keys` for tables in the library's first layout (not partitioned)."""
     cursor.execute("SELECT relkind FROM pg_class WHERE oid = 'assistant_messages'::regclass")
     if cursor.fetchone()[0] == "p":
         raise RuntimeError("assistant_messages is partitioned: keys without session_id cannot be restored")
@@ -481,7 +481,7 @@ def server_closed(raw) -> bool:
     return bool(readable)
 
 
-# ── search indexes (migrations 0012 and 0013) ───────────────────────
+# ── search indexes: per-session full text, trigrams of non-ASCII text ─
 # One GIN index over (session_id, content_tsv) (btree_gin) instead of content_tsv alone:
 # a per-session search intersects the session's entry with the words' inside one GIN scan,
 # which skips through a common word's posting tree instead of reading all of it, and a

@@ -1,6 +1,6 @@
-"""Postgres: the append as a PL/pgSQL function, ``agent_sessions_append`` (migration 0018).
+"""Postgres: the append as a PL/pgSQL function, ``agent_sessions_append``.
 
-A statement sent by a client is parsed and planned on every append; planning alone was
+A statement sent by a client is parsed and planned on every append; planning alone is about
 0.26 ms of a 1.1 ms append, more than the insert's execution.  A function keeps its
 statements' plans per connection.  Client-side prepared statements would too, but Django's
 cursors do not prepare (they break behind transaction-mode poolers), and the lock and the
@@ -8,8 +8,8 @@ insert could not be one of them; one function call is one round trip, one implic
 transaction in autocommit, and works behind any pooler.  The function takes the session's
 advisory lock, then runs :data:`appends.INSERT`, which takes its snapshot after the lock
 was granted (each statement of a volatile function takes a new one), so it sees every
-earlier append.  It counts its row on the session's registry row (migration 0021) and sets
-the registry's ``updated_at`` stamp there when SessionManager passes one (0024, :func:`body`).
+earlier append.  It counts its row on the session's registry row and sets the registry's
+``updated_at`` stamp there when SessionManager passes one (:func:`body`).
 
 The body is generated here from :mod:`~agent_sessions.storage.appends`; a test holds the
 installed function equal to it, so a change of the append's SQL needs a migration that
@@ -30,8 +30,8 @@ LOCK = "pg_advisory_xact_lock(hashtextextended({key}, 0))"
 function and the client's statements (storage/postgres.py) take it with, so they always meet."""
 
 # (name, type) of the function's arguments, in the order :func:`call_params` gives them.  The
-# last, the registry's stamp, came with migration 0024 (it defaults to null, so a call without it,
-# from code that predates it, still resolves); migrations 0018-0023 install the function without it.
+# last, the registry's stamp, defaults to null, so a call without it (from code that predates
+# it) still resolves; the older migrations install the function without it (``stamps=False``).
 _ARGS = (
     ("p_lock_key", "text"),
     ("p_id", "text"),
@@ -63,7 +63,7 @@ def _call(*, stamps: bool) -> str:
 
 SIGNATURE = _signature(stamps=True)
 UNSTAMPED_SIGNATURE = _signature(stamps=False)
-"""The function as migrations 0018-0023 installed it: no stamp argument."""
+"""The function's signature without the stamp argument, as a database not yet migrated to it has it."""
 CALL = _call(stamps=True)
 UNSTAMPED_CALL = _call(stamps=False)
 """A call of :data:`UNSTAMPED_SIGNATURE`; parameters: :func:`call_params` but the last."""
@@ -100,8 +100,9 @@ def _stamp() -> str:
 
 def body(*, counts: bool = True, stamps: bool = True) -> str:
     """The function's PL/pgSQL source (what ``pg_proc.prosrc`` holds once installed); ``counts=False``:
-    as migrations 0018-0020 installed it, leaving the count to the insert trigger; ``stamps=False``:
-    as 0018-0023 did, without the registry's stamp (``p_stamp``).
+    the oldest version, which leaves the count to the insert trigger; ``stamps=False``: without the
+    registry's stamp (``p_stamp``).  Older migrations install those versions, so that a database
+    stopped at any of them gets the function its schema expects.
 
     With a stamp, the count's own update of the registry row sets ``updated_at`` to it; an id
     already stored (a repeated append) is stamped all the same, as :data:`appends.STAMP` does
@@ -160,24 +161,26 @@ UNINSTALL = [f"DROP FUNCTION IF EXISTS {SIGNATURE}", f"DROP FUNCTION IF EXISTS {
 
 
 def reinstall(apps, schema_editor) -> None:
-    """A migration's step (``RunPython``) that installs the function again from this code, on Postgres:
-    for each change of the append's SQL (from 0024 on; the signature stays)."""
+    """A migration's step (``RunPython``) that installs the current function from this code, on Postgres:
+    for each change of the append's SQL (the signature stays)."""
     _install(schema_editor, counts=True, stamps=True)
 
 
 def reinstall_unstamped(apps, schema_editor) -> None:
-    """:func:`reinstall` as migrations 0021-0023 (and 0024's reverse) install it: no stamp argument."""
+    """:func:`reinstall` without the stamp argument, for the migrations that predate it (and the reverse
+    of the one that adds it)."""
     _install(schema_editor, counts=True, stamps=False)
 
 
 def reinstall_uncounted(apps, schema_editor) -> None:
-    """:func:`reinstall` as migrations 0018-0020 (and 0021's reverse) install it: the insert trigger
-    counts its rows, so a database stopped at any of them counts each row once."""
+    """:func:`reinstall` without the count or the stamp, for the migrations that predate the count (and
+    the reverse of the one that adds it): the insert trigger counts the rows there, so a database
+    stopped at any of them counts each row once."""
     _install(schema_editor, counts=False, stamps=False)
 
 
 def uninstall(apps, schema_editor) -> None:
-    """Migration 0018's reverse: drop the function (Postgres)."""
+    """The reverse of the migration that first installs the function: drop it (Postgres)."""
     run_on_postgres(schema_editor, UNINSTALL)
 
 

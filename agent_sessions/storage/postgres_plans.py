@@ -1,5 +1,5 @@
-"""Postgres: how the PL/pgSQL functions keep their statements' plans (shared by the append, 0018,
-and the two range reads, 0025 and 0026), and how migrations install them.
+"""Postgres: how the PL/pgSQL functions keep their statements' plans (shared by the append and
+the range reads), and how migrations install them.
 
 A function keeps the plans of its static statements per connection, which a statement sent by
 a client never has: it is planned at every call.  Whether a kept plan is safe depends on what
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 # A kept plan is built once per connection from what the planner knows then, and kept until
 # ANALYZE or DDL invalidates it.  Built while the table is tiny, every index looks alike (each
-# estimate is one row) and the children probes took the primary key, reading the whole
-# session: an append went from 0.8 ms at the start of 2,000 to 2.7 ms at the end.  So plans
+# estimate is one row) and the children probes take the primary key, reading the whole
+# session: an append grows from 0.8 ms at the start of 2,000 to 2.7 ms at the end.  So plans
 # are kept only once the planner can tell the indexes apart: ANALYZE counted at least
 # ``KEEP_PLANS_FROM_ROWS`` rows, or, never analysed, the table holds ``KEEP_PLANS_FROM_BYTES``
 # (the planner then estimates from its size); a hash-partitioned table (manage.py
@@ -63,17 +63,17 @@ STAMP = (
 
 
 # How the functions plan.  Their kept plans are generic (the same for every session): left to
-# choose, Postgres went on planning each call whenever a generic estimate looked dearer than
+# choose, Postgres goes on planning each call whenever a generic estimate looks dearer than
 # the value-specific ones, as after ANALYZE in a table one session fills (1.14 ms an append
 # against 0.80 ms with the generic plan).  A generic plan cannot know how large the session
-# is, and estimated it at eight rows in a table of 1,500 live rows and 40-75 MB of dead ones:
-# it found the newest rows by a bitmap scan of the whole session and a sort, and then, with
-# sorts priced out, through the children index and an incremental sort (2,028 rows read for
-# 8, buffers 71 -> 537).  Every statement in them has index paths that stay O(1) per append at
-# any size (the primary key in order, the children index, the unique key), so sequential and
-# bitmap scans and both kinds of sort are priced out (not forbidden: the sort of the newest
-# eight rows still runs).  Pricing out adds a huge constant to a plan's cost, which had
-# Postgres compile every append with JIT (170 ms each): JIT is off here.
+# is: estimating it at eight rows in a table of 1,500 live rows and 40-75 MB of dead ones, it
+# finds the newest rows by a bitmap scan of the whole session and a sort, or, with only sorts
+# priced out, through the children index and an incremental sort (2,028 rows read for 8).
+# Every statement in them has index paths that stay O(1) per append at any size (the primary
+# key in order, the children index, the unique key), so sequential and bitmap scans and both
+# kinds of sort are priced out (not forbidden: the sort of the newest eight rows still runs).
+# Pricing out adds a huge constant to a plan's cost, which would have Postgres compile every
+# append with JIT (170 ms each): JIT is off here.
 PLANNER_SETTINGS = (
     "SET plan_cache_mode = force_generic_plan SET jit = off SET enable_seqscan = off "
     "SET enable_bitmapscan = off SET enable_sort = off SET enable_incremental_sort = off"

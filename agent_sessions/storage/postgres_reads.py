@@ -1,17 +1,17 @@
-"""Postgres: the range reads as PL/pgSQL functions, ``agent_sessions_recent`` (migration 0025,
-the recent window), ``agent_sessions_path`` (0026, the whole path) and ``agent_sessions_window``
-(0027, a budgeted window's first read, its size found by the server).
+"""Postgres: the range reads as PL/pgSQL functions, ``agent_sessions_recent`` (the recent window),
+``agent_sessions_path`` (the whole path) and ``agent_sessions_window`` (a budgeted window's first
+read, its size found by the server).
 
 ``get_recent_history`` and ``get_history`` read a session's newest rows up to the leaf in one
 statement each (:func:`range_reads.recent_statement`, :func:`range_reads.path_statement`).
 Sent by a client, such a statement is planned at every call: the leaf lookup, the registry's
-count and the overlay probe name four tables, and planning took 0.2 ms of a 0.25-0.5 ms read,
+count and the overlay probe name four tables, and planning takes 0.2 ms of a 0.25-0.5 ms read,
 where the bare range scan they stand on plans in 0.07 ms.  Inside a function the plan is kept
 per connection (:mod:`~agent_sessions.storage.postgres_plans`, which also says when it is not:
 a table too small for the planner to tell its indexes apart).  Each function runs the same
 statement, generated from the same strings; its rows go back to :mod:`range_reads`, which
-follows the chain and falls back to the walk as before.  A database without a function (before
-``migrate``) gets the statement.
+follows the chain and falls back to the walk as for the statement.  A database without a
+function (not yet migrated) gets the statement.
 """
 
 from __future__ import annotations
@@ -108,8 +108,8 @@ _RECENT_OUT = ", ".join(column.split()[0] for column in RECENT.returns.split(", 
 ONE_BY_ONE = 64
 """Rows ``agent_sessions_window`` returns one by one, checking the budget at each (about 1 µs a row
 in PL/pgSQL), before it reads the rest of the window in bulk (one statement, as ``agent_sessions_recent``).
-16, 32, 64 and 128 were within 5 % of each other on 190- and 948-row windows; 64 spares a 48-row
-window the second statement (570 against 632 µs; bench/README, twentieth round)."""
+16, 32, 64 and 128 are within 5 % of each other on 190- and 948-row windows; 64 spares a 48-row
+window the second statement (570 against 632 µs)."""
 
 
 def _window_rows(sql: str, names: list[str], *, dynamic: bool) -> str:
@@ -169,30 +169,30 @@ PATH = ReadFunction(
 
 
 def install_recent(apps, schema_editor) -> None:
-    """Migration 0025 (``RunPython``): install ``agent_sessions_recent`` from this code, on Postgres."""
+    """A migration's step (``RunPython``): install ``agent_sessions_recent`` from this code, on Postgres."""
     run_on_postgres(schema_editor, RECENT.install_sql())
 
 
 def uninstall_recent(apps, schema_editor) -> None:
-    """Migration 0025's reverse: drop it (reads then send the statement)."""
+    """:func:`install_recent`'s reverse: drop it (reads then send the statement)."""
     run_on_postgres(schema_editor, RECENT.uninstall_sql())
 
 
 def install_window(apps, schema_editor) -> None:
-    """Migration 0027 (``RunPython``): install ``agent_sessions_window`` from this code, on Postgres."""
+    """A migration's step (``RunPython``): install ``agent_sessions_window`` from this code, on Postgres."""
     run_on_postgres(schema_editor, WINDOW.install_sql())
 
 
 def uninstall_window(apps, schema_editor) -> None:
-    """Migration 0027's reverse: drop it (a window's first read then reads on)."""
+    """:func:`install_window`'s reverse: drop it (a window's first read then reads on)."""
     run_on_postgres(schema_editor, WINDOW.uninstall_sql())
 
 
 def install_path(apps, schema_editor) -> None:
-    """Migration 0026 (``RunPython``): install ``agent_sessions_path`` from this code, on Postgres."""
+    """A migration's step (``RunPython``): install ``agent_sessions_path`` from this code, on Postgres."""
     run_on_postgres(schema_editor, PATH.install_sql())
 
 
 def uninstall_path(apps, schema_editor) -> None:
-    """Migration 0026's reverse: drop it (reads then send the statement)."""
+    """:func:`install_path`'s reverse: drop it (reads then send the statement)."""
     run_on_postgres(schema_editor, PATH.uninstall_sql())

@@ -38,8 +38,8 @@ far, since no window holds that many bytes."""
 
 
 class ReadCalls(NamedTuple):
-    """The calls of the stored functions a database offers for these reads (Postgres, migrations
-    0025-0027: ``storage.postgres_reads``), None for each it lacks: the caller then sends the
+    """The calls of the stored functions a database offers for these reads (Postgres:
+    ``storage.postgres_reads``), None for each it lacks: the caller then sends the
     statement, or, for a window's first read, reads on."""
 
     recent: str | None
@@ -48,7 +48,7 @@ class ReadCalls(NamedTuple):
 
 
 NO_CALLS = ReadCalls(recent=None, path=None, window=None)
-"""What a database without the functions (SQLite, or Postgres before migration 0025) offers."""
+"""What a database without the functions (SQLite, or Postgres not yet migrated) offers."""
 
 _SEQ_BY_ID = "SELECT seq FROM assistant_messages WHERE session_id = %s AND id = %s"
 # The latest leaf as the first arm of walks.LATEST_LEAF alone: when it is not among the newest
@@ -68,7 +68,7 @@ _RANGE = (
 # The registry's message count (when the session has a row there) rules a branching session
 # out before any scan: for the latest leaf every row is at or before it.  The bound is
 # depth + depth / SLACK + SLACK, with 8 spelled out.  The leaf is a CTE that both the bound
-# and the LIMIT read: written out twice, it was planned twice (0.30 against 0.19 ms of
+# and the LIMIT read: written out twice, it would be planned twice (0.30 instead of 0.19 ms of
 # planning, which a client's statement pays at every read; 0.09 ms to run it).
 _REGISTERED = "(SELECT s.message_count FROM assistant_sessions s WHERE s.id = %s)"
 _POSTGRES = "WITH leaf AS MATERIALIZED ({leaf}) " + _RANGE.format(
@@ -77,8 +77,8 @@ _POSTGRES = "WITH leaf AS MATERIALIZED ({leaf}) " + _RANGE.format(
     limit="(SELECT leaf.depth + leaf.depth / 8 + 9 FROM leaf)",
 )
 # SQLite: the leaf first (in-process, no round trip), then the range.  SQLite has the same
-# trap with its rowid (``seq``: after ANALYZE it walked the whole table backwards, 145 ms for
-# a 10k path against 41 ms), so the index is named; it bounds that scan by seq only after an
+# trap with its rowid (``seq``: after ANALYZE it may walk the whole table backwards, 145 ms for
+# a 10k path instead of 41 ms), so the index is named; it bounds that scan by seq only after an
 # equality on session_id.
 _SQLITE_LEAF = "SELECT leaf.seq, leaf.depth, leaf.id, " + _REGISTERED + ", {once} FROM ({leaf}) leaf"
 _SQLITE_RANGE = (
@@ -140,7 +140,7 @@ def read_path(
         value = rows[0][-1] if rows else None
     else:
         # In-process: the value comes with the leaf, so the range's rows carry no extra column
-        # (one more column cost 0.6 ms of a 10,000-row read).
+        # (one more column costs 0.6 ms of a 10,000-row read).
         leaf = fetch(
             _SQLITE_LEAF.format(leaf=_LEAF[leaf_id is None], once=once_sql),
             [session_id, *once_params, *_leaf_params(session_id, leaf_id)],

@@ -111,7 +111,7 @@ def uninstall_partial_trigram(apps, schema_editor) -> None:
 
 def trigram_without_ascii_text(apps, schema_editor) -> None:
     """SQLite: all-ASCII message text leaves the trigram index, which only substring (never ASCII) terms read
-    (Postgres got the same with migration 0013's partial index)."""
+    (Postgres gets the same from its partial index, :func:`install_partial_trigram`)."""
     run_on(schema_editor, SQLITE, lambda _: sqlite.tool_text_index_sql(ascii_text=False))
 
 

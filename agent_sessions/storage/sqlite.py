@@ -177,7 +177,7 @@ def _trigram_sql(fts: str, table: str, column: str) -> list[str]:
 
 
 def trigram_install_sql() -> list[str]:
-    """Substring (CJK) search: trigram FTS5 tables beside the porter ones (migration 0005)."""
+    """Substring (CJK) search: trigram FTS5 tables beside the porter ones."""
     return [
         *_trigram_sql(plan.MESSAGES.trigram, plan.MESSAGES.table, plan.MESSAGES.text),
         *_trigram_sql(plan.ENTRIES.trigram, plan.ENTRIES.table, plan.ENTRIES.text),
@@ -242,7 +242,8 @@ def _count_inserted_trigger(when: str) -> str:
 
 _TRIGGERS = [
     # A session's rows of the label-keyed tables: those it owns, and an ownerless stored prompt
-    # under its exact key (storage/owners.py); migration 0028 installs this version.
+    # under its exact key (storage/owners.py).  The current version; a schema whose label-keyed
+    # tables have no owner column yet has :data:`_CASCADE_BY_SUFFIX` instead.
     """CREATE TRIGGER IF NOT EXISTS agent_sessions_cascade_session_delete
     AFTER DELETE ON assistant_sessions WHEN OLD.id <> '' BEGIN
         DELETE FROM assistant_messages WHERE session_id = OLD.id;
@@ -280,7 +281,8 @@ TRIGGER_UNINSTALL = [
 ]
 
 
-# The cascade as migration 0008 installs it, before the label-keyed tables had an owner column.
+# The cascade for label-keyed tables without an owner column: a session's rows found by the
+# label's suffix.
 _CASCADE_BY_SUFFIX = f"""CREATE TRIGGER IF NOT EXISTS agent_sessions_cascade_session_delete
     AFTER DELETE ON assistant_sessions WHEN OLD.id <> '' BEGIN
         DELETE FROM assistant_messages WHERE session_id = OLD.id;
@@ -292,9 +294,10 @@ _CASCADE_BY_SUFFIX = f"""CREATE TRIGGER IF NOT EXISTS agent_sessions_cascade_ses
 
 
 def trigger_install_sql() -> list[str]:
-    """Cascade a session delete to its rows, count messages, refuse updates that move a message (migration 0008).
+    """Cascade a session delete to its rows, count messages, refuse updates that move a message.
 
-    The cascade is 0008's own; migration 0028 replaces it with the owner-column version above.
+    The cascade is the one by label suffix (:data:`_CASCADE_BY_SUFFIX`), for tables without an owner
+    column; the migration that adds that column replaces it with the owner-column version above.
     """
     return [_CASCADE_BY_SUFFIX, *_TRIGGERS[1:]]
 
@@ -303,7 +306,7 @@ COUNT_TRIGGERS = ("agent_sessions_count_inserted_messages", "agent_sessions_coun
 
 
 def count_trigger_sql(create: list[str] | None = None) -> list[str]:
-    """Drop and recreate the two message-count triggers (migration 0014), from ``create`` or the current text.
+    """Drop and recreate the two message-count triggers, from ``create`` or the current text.
 
     SQLite cannot replace a trigger in place; the other triggers are left as they are.
     """
@@ -356,26 +359,27 @@ TOOL_TEXT_DROP = ["ALTER TABLE assistant_messages DROP COLUMN tool_text"]
 
 # The trigram index serves only substring terms, which are in scripts written without
 # spaces (never ASCII): a column value that is all ASCII can never match one.  Trigram-indexing
-# every 3-character window of such values was most of an append's cost (10,000 English rows:
+# every 3-character window of such values is most of an append's cost (10,000 English rows:
 # 805 ms of FTS work with the full index, 297 ms without), so the trigram index reads messages
 # through a view that blanks all-ASCII values (as many characters as bytes: an O(1) blob length
-# against a character count, far cheaper than a character class).  Migration 0009 blanked the
-# tool text only; migration 0015 blanks the text too, as Postgres' partial index does (0013).
+# against a character count, far cheaper than a character class).  It blanks the tool text and
+# the text, as Postgres' partial index leaves all-ASCII text out; an older schema's view blanks
+# the tool text only (``ascii_text=True`` below).
 TRIGRAM_SOURCE = "assistant_messages_trigram_source"
 _NON_ASCII_ONLY = "CASE WHEN length(CAST({{row}}{col} AS BLOB)) = length({{row}}{col}) THEN '' ELSE {{row}}{col} END"
 
 
 def _trigram_values(*, ascii_text: bool) -> dict[str, str]:
     """What the trigram index indexes in place of each message column it blanks when all-ASCII: the tool
-    text always (migration 0009), the text too unless ``ascii_text`` (migration 0015)."""
+    text always, the text too unless ``ascii_text`` (the older layout that indexes all-ASCII text)."""
     m = plan.MESSAGES
     blanked = [m.extra] if ascii_text else [m.text, m.extra]
     return {c: _NON_ASCII_ONLY.format(col=c) for c in blanked}
 
 
 def tool_text_index_sql(*, with_tool_text: bool = True, ascii_text: bool = True) -> list[str]:
-    """The message FTS5 indexes over ``text_content`` and ``tool_text`` (or ``text_content`` alone, to undo
-    migration 0009); ``ascii_text=False`` leaves all-ASCII text out of the trigram index (migration 0015)."""
+    """The message FTS5 indexes over ``text_content`` and ``tool_text`` (or ``text_content`` alone, the
+    layout without tool text); ``ascii_text=False`` leaves all-ASCII text out of the trigram index."""
     m = plan.MESSAGES
     if not with_tool_text:
         return [
@@ -412,15 +416,15 @@ def server_closed(raw) -> bool:
     return False
 
 
-# ── bulk writes index once, after the rows (migration 0017) ──────────────
+# ── bulk writes index once, after the rows ───────────────────────────────
 # FTS5 fed row by row from a trigger costs more than one INSERT … SELECT over the same rows
 # once they are in (10,000 rows in a bare table: 160–250 ms of trigger work against 24–60 ms;
-# in the library's own writes, CPU: append_all 310 → 270 ms, fork 251 → 231 ms).  A bulk
-# write names its session in this table for the length of its own transaction: the insert
+# in the library's own writes, about 13 % of append_all's CPU time and 8 % of a fork's).  A
+# bulk write names its session in this table for the length of its own transaction: the insert
 # triggers (both FTS indexes and the message count) skip that session's rows, and the write
 # then indexes and counts them in one statement each.  SQLite has one writer at a time and
 # the row is deleted before the commit, so no other connection ever sees it: a foreign
-# writer's rows are indexed by the triggers as before.
+# writer's rows are indexed by the triggers, row by row.
 DEFERRED_INDEX = "agent_sessions_deferred_index"
 _WHEN_NOT_DEFERRED = f"WHEN NOT EXISTS (SELECT 1 FROM {DEFERRED_INDEX} WHERE session_id = new.session_id) "
 DEFER_AT = 32
@@ -428,7 +432,8 @@ DEFER_AT = 32
 
 
 def _message_indexes() -> list[tuple[str, tuple[str, ...], dict]]:
-    """``(fts table, columns, values)`` of the two message indexes as migration 0015 left them."""
+    """``(fts table, columns, values)`` of the two message indexes: text and tool text, the trigram index
+    without all-ASCII values."""
     m = plan.MESSAGES
     columns = (m.text, m.extra)
     return [(m.fts, columns, {}), (m.trigram, columns, _trigram_values(ascii_text=False))]
@@ -436,7 +441,7 @@ def _message_indexes() -> list[tuple[str, tuple[str, ...], dict]]:
 
 def deferrable_insert_triggers_sql(*, deferrable: bool = True) -> list[str]:
     """The message insert triggers (both FTS indexes, the count) with the skip for a deferred session, or
-    without it as migrations 0014/0015 left them (the reverse of migration 0017)."""
+    (``deferrable=False``, the reverse) without it: every row indexed and counted by its trigger."""
     when = _WHEN_NOT_DEFERRED if deferrable else ""
     table = plan.MESSAGES.table
     statements = []

@@ -56,8 +56,8 @@ LEAF_COLUMNS = "seq, id, session_id, depth, path_tokens"
 # The first arm alone, for reads that can fall back when it finds nothing: the range reads
 # (storage/range_reads.py) to a walk, the client's latest-leaf reads (storage/orm.py) to the
 # whole lookup.  A client's statement is planned at every call on Postgres, and the second arm
-# doubled that: planning the last-50 read took 0.40 ms with both arms and 0.25 ms with this
-# one (execution 0.07 ms either way); get_latest_leaf() 0.37-0.47 -> 0.28-0.35 ms.
+# nearly doubles that: planning the last-50 read takes 0.40 ms with both arms and 0.25 ms with
+# this one (execution 0.07 ms either way).
 _NEWEST_LEAF_TEMPLATE = "SELECT {cols} FROM (" + _NEWEST_ARM + ") leaf"
 # What each lookup returns, the same in its whole form (LATEST_*) and its first arm (NEWEST_*),
 # so that a read falling back from one to the other gets the same columns.
