@@ -1,4 +1,4 @@
-"""Benchmark: append cost with auto-compaction configured, at 10 vs ``n`` messages (SPEC §5).
+"""Benchmark: append cost with auto-compaction configured, at 10 vs ``n`` messages.
 
 Every append of a session with ``compact_after`` runs the threshold check.  Its cost
 must not follow the history length: the target is ``ratio ≤ 1.3`` (large / small,

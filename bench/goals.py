@@ -1,4 +1,4 @@
-"""The issue-20 table: each goal as ours ÷ a reference, computed from one run's results."""
+"""The goals table: each goal as ours ÷ a reference, computed from one run's results."""
 
 from __future__ import annotations
 
@@ -105,7 +105,7 @@ def evaluate(results: list[Result]) -> list[dict]:
 
 
 def print_goals(table: list[dict]) -> None:
-    """The issue's table as measured: ours ÷ reference against each goal."""
+    """The goals table as measured: ours ÷ reference against each goal."""
     header = f"{'goal':<54} {'db':<9} {'ours':>10} {'reference':>10} {'ratio':>7} {'goal':>7}  met?  (reference)"
     print(header)
     print("-" * len(header))

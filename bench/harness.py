@@ -51,8 +51,8 @@ def interleaved_medians(
     implementation alike and none always runs on the caches one particular other has just left.
     CPU time is what an in-process database (SQLite) costs without the wait for a core.
 
-    With one fixed order ``ours`` always followed the SQLAlchemy peer in the last-50 read, which
-    made up about half of its gap to the raw range scan on Postgres (bench/README, twelfth round)."""
+    Why the order changes: with one fixed order ``ours`` always follows the SQLAlchemy peer in the
+    last-50 read, which makes up about half of its gap to the raw range scan on Postgres."""
     wall: dict[str, list[float]] = {name: [] for name in fns}
     cpu: dict[str, list[float]] = {name: [] for name in fns}
     order = random.Random(seed)

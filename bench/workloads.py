@@ -1,4 +1,5 @@
-"""The workloads of issue 8, each measured for ours, raw SQL on the same database, and peers."""
+"""The benchmark's workloads (numbered as in bench/README.md), each measured for ours, raw SQL on the
+same database, and peers."""
 
 from __future__ import annotations
 
@@ -279,11 +280,11 @@ class Neutral:
     """Untimed work run before every timed append, the same whichever implementation comes next:
     an insert into a table of its own on a connection of its own, and unrelated Python work.
 
-    Without it each implementation ran right after the one before it in the rotation, on the
-    caches that one had warmed: our variants (same code, same tables) after each other were
-    0.2-0.3 ms faster an append on Postgres than the one of them that followed a peer, which is
-    why ``ours + compact_after`` had measured below plain ``ours``.  An agent's appends are
-    separated by other work, so every implementation now starts from someone else's."""
+    Without it each implementation would run right after the one before it in the rotation, on the
+    caches that one had warmed: our variants (same code, same tables) after each other are
+    0.2-0.3 ms faster an append on Postgres than the one of them that follows a peer, enough to
+    put ``ours + compact_after`` below plain ``ours``.  An agent's appends are separated by other
+    work, so every implementation starts from someone else's."""
 
     def __init__(self, alias: str) -> None:
         self.raw = Raw(own_connection(alias, "neutral"))
@@ -386,9 +387,9 @@ def _interleaved_results(label: str, database: str, fns: dict[str, Callable[[], 
 
 QUICK_ROUNDS = 101
 """Rounds at least, for reads of a millisecond or less (the last 50, shallow depths): five single
-calls of one are at the mercy of one slow spell, where 101 cost a fraction of a second.  The
-Postgres last-50 row read 2.06 and 2.30 ÷ the raw range scan in two 5-round runs and 1.75 and
-1.73 in two of 101 (bench/README, thirteenth round)."""
+calls of one are at the mercy of one slow spell, where 101 cost a fraction of a second (the
+Postgres last-50 row: 2.06 and 2.30 ÷ the raw range scan in two runs of 5 rounds, 1.75 and 1.73
+in two of 101)."""
 
 
 def history_reads(alias: str, database: str, n: int, peers: list, rounds: int) -> list[Result]:
@@ -413,8 +414,7 @@ def history_reads(alias: str, database: str, n: int, peers: list, rounds: int) -
     if connections[alias].vendor == "postgresql":
         # Both also on prepared-statement connections: a client's statement is otherwise planned
         # at every call, and our read's (the range and its latest-leaf lookup: three references
-        # to the table) plans in 0.2 ms where the bare range scan's plans in 0.07 ms
-        # (bench/README, thirteenth round).
+        # to the table) plans in 0.2 ms where the bare range scan's plans in 0.07 ms.
         prepared = Session.create(using=prepared_connection(alias, "prepared")).for_session(sid)
         raw_prepared = Raw(prepared_connection(alias, "raw-prepared"))
         last["ours, prepared statements"] = lambda: prepared.get_recent_history(
@@ -423,9 +423,9 @@ def history_reads(alias: str, database: str, n: int, peers: list, rounds: int) -
         last["raw range scan, prepared statements"] = lambda: raw_prepared.recent_range(sid, 50)
         # Whether that statement runs a plan built once (generic) or one planned at each call
         # (custom) is Postgres's choice, and it follows the table: a generic plan with the one
-        # session of a workload-3-only run, custom plans (0.08 ms more) among a whole run's 17
-        # (bench/README, twenty-first round).  The floor a prepared range scan can reach is timed
-        # too, on a connection that always keeps the generic plan, as our functions do.
+        # session of a workload-3-only run, custom plans (0.08 ms more) among a whole run's 17.
+        # The floor a prepared range scan can reach is timed too, on a connection that always
+        # keeps the generic plan, as our functions do.
         raw_generic = Raw(prepared_connection(alias, "raw-generic", options=f"-c plan_cache_mode={GENERIC}"))
         last[f"raw range scan, prepared, {GENERIC}"] = lambda: raw_generic.recent_range(sid, 50)
     # A window cut by a byte budget, as an agent fits its prompt: how many messages it holds
@@ -438,11 +438,12 @@ def history_reads(alias: str, database: str, n: int, peers: list, rounds: int) -
         "raw range scan": lambda: raw.recent_range(sid, held),
     }
     if connections[alias].vendor == "postgresql":
-        # What migration 0027's function buys, in the same rounds: the first read as before it.
+        # What the window function buys, in the same rounds: the first read as a short range and
+        # a read on, as a database without the function does it.
         within["ours, first read, reading on (before 0027)"] = lambda: _first_read(session, sized=False)
     for peer in peers:
-        # Exactly the n items ours reads: workloads 1 and 2 left 2n in the peer's session, which
-        # doubled its read in a full run (third round's "0.56 ÷ get_items" on SQLite was that).
+        # Exactly the n items ours reads: workloads 1 and 2 leave 2n in the peer's session, which
+        # would double its read in a full run.
         if len(peer.history()) != n:
             peer.reset()
             peer.append_all([peer_item(i) for i in range(n)])
@@ -474,7 +475,7 @@ WINDOW_BYTES = 20_000
 def _first_read(session: Any, *, sized: bool = True) -> Any:
     """The budgeted window as a process reads it the first time: without the size it had last time
     (``range_reads.WINDOW_HINTS``).  On Postgres one call of ``agent_sessions_window``; on SQLite, or
-    ``sized`` False (Postgres as before migration 0027), a short range and then a second."""
+    ``sized`` False (Postgres as without the window function), a short range and then a second."""
     range_reads.WINDOW_HINTS.clear()
     if sized:
         return session.get_recent_history(max_content_bytes=WINDOW_BYTES)
@@ -560,9 +561,9 @@ def search(alias: str, database: str, rows: int, rounds: int) -> list[Result]:
 
 
 FORK_ROUNDS = 11
-"""Rounds at least for the fork: two forks of about 0.2–0.5 s a round, so five rounds fell within
-one slow spell of a noisy VM (SQLite fork ÷ raw 2.11 in the seventeenth round's run S, 1.24 and
-1.47 in two runs straight after); eleven cost a few seconds more per database."""
+"""Rounds at least for the fork: two forks of about 0.2–0.5 s a round, so five rounds can fall within
+one slow spell of a noisy VM (SQLite fork ÷ raw seen at 2.11 in one run, 1.24 and 1.47 in two runs
+straight after); eleven cost a few seconds more per database."""
 
 
 def fork(alias: str, database: str, n: int, rounds: int) -> list[Result]:
