@@ -1,4 +1,4 @@
-"""The admin on the operator's 10,000-message session (issue 18): navigation, context, search, bounds.
+"""The admin on the operator's 10,000-message session: navigation, context, search, bounds.
 
 Every page is asserted to need at most ``MAX_QUERIES`` queries and to stay under ``MAX_PAGE_BYTES`` of HTML.
 """

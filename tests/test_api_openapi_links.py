@@ -32,8 +32,8 @@ def _incoming(schema: dict) -> dict[str, list[tuple[str, dict]]]:
 
 
 def test_each_response_status_appears_once_with_its_schema_and_links():
-    """A route's own ``openapi_extra`` used to add a second "201" (links only) beside ninja's: the served
-    JSON then had two "201" keys, and the fork's created-session schema or its links were lost."""
+    """A route's own ``openapi_extra`` must not add a second "201" (links only) beside ninja's: the served
+    JSON would then have two "201" keys, and lose the fork's created-session schema or its links."""
     fork = _served()["paths"]["/api/sessions/{session_id}/forks"]["post"]["responses"]["201"]
     assert fork["content"]["application/json"]["schema"]["$ref"].endswith("/SessionOut")
     assert set(fork["links"]) == {"GetFork", "ForkMapping"}

@@ -1,4 +1,4 @@
-"""Statements per request of the hot API routes (a contract: the HTTP load and issue 20's rows count on it).
+"""Statements per request of the hot API routes (a contract: the HTTP load benchmark and its goals count on it).
 
 Every session route checks ownership with one short statement; history is one walk, a per-session
 search one query, an append one insert plus the ``updated_at`` touch in one transaction.  The counts

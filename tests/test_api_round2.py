@@ -1,5 +1,5 @@
-"""JSON API round 2 (issue 19): one error shape, bodies that are JSON objects, unstorable text, REST names,
-the operations that were missing, pagination, preconditions and the headers clients expect.
+"""JSON API conventions: one error shape, bodies that are JSON objects, unstorable text, REST names,
+operations on every resource, pagination, preconditions and the headers clients expect.
 
 Each test's docstring gives the curl equivalent (``$B`` = the API root, ``$H`` = the Bearer header).
 The racing-upsert and real-gunicorn checks are in ``tests/e2e/test_api_round2_server.py``.
@@ -54,7 +54,7 @@ def sid(api) -> str:
     return sid
 
 
-# ── bullet 1: lone surrogates (and NUL) are 422 before the database ───────────────────────────
+# ── lone surrogates (and NUL) are 422 before the database ─────────────────────────────────────
 SURROGATE_CASES = [
     ("post", "/sessions", '{"name": %s}'),
     ("post", "/sessions", '{"model": %s}'),
@@ -111,8 +111,8 @@ def test_tool_arguments_document_the_nul_they_refuse(api, sid):
     """curl -H "$H" -H 'Content-Type: application/json' -d '{"arguments":{"x":[{"k\\u0000":1}]}}'
     $B/sessions/$S/tools/session_search  → 422 invalid_arguments, and the OpenAPI document says so.
 
-    Schemathesis (300 examples, ST202) sent a NUL in a key nested inside ``arguments``: refused with 422,
-    while the schema promised any object.  The schema now describes NUL-free JSON all the way down.
+    A NUL in a key nested inside ``arguments`` is refused with 422, so the schema describes NUL-free JSON
+    all the way down rather than any object (Schemathesis's ST202 flags a refusal the schema allows).
     """
     import jsonschema
 
@@ -143,7 +143,7 @@ def test_tool_arguments_document_the_nul_they_refuse(api, sid):
     assert "hello world" in response.json()["result"]
 
 
-# ── bullet 2: input that can never be stored is 413/422, never 503 ────────────────────────────
+# ── input that can never be stored is 413/422, never 503 ──────────────────────────────────────
 @pytest.mark.django_db(transaction=True)
 def test_an_id_the_index_cannot_hold_is_413_not_503(api, sid):
     """curl -H "$H" -H 'Content-Type: application/json' -d '{"message":{"id":"<3,000 × x>","role":"user","parts":[]}}'
@@ -197,7 +197,7 @@ def test_database_errors_are_classified_by_cause():
     assert classify_database_error(wrapped("database is locked", None))[0] == 503
 
 
-# ── bullet 3: bodies must be JSON objects ─────────────────────────────────────────────────────
+# ── bodies must be JSON objects ───────────────────────────────────────────────────────────────
 @pytest.mark.parametrize("raw", ["[1,2]", '"x"', "null", "42", "true", "[]"])
 def test_non_object_bodies_are_422_and_create_nothing(api, raw):
     """curl -H "$H" -H 'Content-Type: application/json' -d '[1,2]' $B/sessions  → 422, no session."""
@@ -215,7 +215,7 @@ def test_null_body_is_422_where_it_was_read_as_empty(api, sid, path):
     assert_error(api.post(path.format(sid=sid), raw="null"), 422, "validation_error")
 
 
-# ── bullet 4: every error in the JSON shape; 415; documented in OpenAPI ───────────────────────
+# ── every error in the JSON shape; 415; documented in OpenAPI ─────────────────────────────────
 @pytest.mark.parametrize(
     ("method", "path", "allow"),
     [
@@ -313,7 +313,7 @@ def test_openapi_documents_every_error_status_with_the_error_schema():
     assert "412" in schema["paths"]["/api/sessions/{session_id}"]["patch"]["responses"]
 
 
-# ── bullet 6: reversed compaction ranges; appending to an ended session ───────────────────────
+# ── reversed compaction ranges; appending to an ended session ─────────────────────────────────
 def test_reversed_compaction_range_is_422(api, sid):
     """curl -H "$H" -H 'Content-Type: application/json' -d '{"summary":"s","from_message_id":"m2","to_message_id":"m1"}'
     $B/sessions/$S/compactions  → 422 invalid_range, nothing stored."""
@@ -347,7 +347,7 @@ def test_append_to_a_split_session_is_409(api, sid):
     assert api.put(f"/sessions/{sid}/messages/m1", ui("m1", "fixed typo")).status_code == 200
 
 
-# ── bullet 7: the missing operations, with pagination ─────────────────────────────────────────
+# ── operations on messages, sessions, forks, prompts and compactions, with pagination ─────────
 def test_delete_one_message(api, sid):
     """curl -X DELETE -H "$H" $B/sessions/$S/messages/m1  → 204; again → 404."""
     assert api.delete(f"/sessions/{sid}/messages/m1").status_code == 204
@@ -511,7 +511,7 @@ def test_search_offset(api, sid):
     assert [h["id"] for h in across] == [h["id"] for h in api.get("/search", q="apples").json()["results"][2:4]]
 
 
-# ── bullet 8: conventions ─────────────────────────────────────────────────────────────────────
+# ── conventions ───────────────────────────────────────────────────────────────────────────────
 def test_old_paths_are_deprecated_aliases():
     """curl $B/openapi.json: the RPC-style paths are marked deprecated; their REST names are not."""
     from agent_sessions.api.main import api as ninja_api

@@ -1,4 +1,4 @@
-"""Fork and compact_and_split carry the session's context over (issue 15 item 4).
+"""Fork and compact_and_split carry the session's context over.
 
 A forked agent keeps its memory, its searchable entries, its loaded skills (they live
 in the copied transcript) and its frozen prompt; a split continuation keeps memory and

@@ -224,7 +224,7 @@ def test_update_and_delete_of_a_row_on_a_cycle_terminate(session, session_id):
 
 def test_a_self_parent_on_append_is_a_parent_not_in_the_session(session):
     """A new message naming itself as parent names a message the session does not hold yet: it becomes a
-    root (the SPEC's fallback for a parent not in the session), never a stored self-parent."""
+    root (as any parent not in the session does), never a stored self-parent."""
     session.append_message(msg("a"))
     assert session.append_message(msg("x"), "x") is True
     assert Message.objects.get(session_id=session.session_id, message_id="x").parent_id is None

@@ -1,4 +1,4 @@
-"""Hostile input (issue #9): arbitrary JSON, huge parts, deep nesting, lone surrogates, NUL.
+"""Hostile input: arbitrary JSON, huge parts, deep nesting, lone surrogates, NUL.
 
 Into the Python API and the HTTP API, every generated message is either stored and
 returned identical (Python: the stored JSON text byte-for-byte; HTTP: the same JSON

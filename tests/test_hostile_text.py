@@ -379,7 +379,7 @@ def test_api_key_names_are_checked_before_the_database(django_user_model, settin
     ApiKey.issue(user, "k" * 100)
     for name, match in (("k" * 101, "101 characters; the limit is 100"), ("a\x00b", "NUL"), ("\ud800", "surrogate")):
         with pytest.raises(InvalidText, match=match):
-            ApiKey.issue(user, name)  # a long name was a raw DataError on Postgres, stored on SQLite
+            ApiKey.issue(user, name)  # unchecked, a long name is a raw DataError on Postgres, stored on SQLite
     with pytest.raises(CommandError, match="101 characters"):
         call_command("create_api_key", "keyholder", "--name", "k" * 101)
     settings.AGENT_SESSIONS_MAX_API_KEY_NAME_CHARS = 3
@@ -432,7 +432,7 @@ def test_api_refuses_over_long_roles_and_unstorable_text_with_4xx(api):
 
 
 def test_the_same_outcome_on_both_databases_for_a_nul_block(session_id):
-    """The regression as reported: SQLite stored the NUL, Postgres raised DataError."""
+    """Unchecked, SQLite would store the NUL where Postgres raises DataError: both refuse it alike."""
     session = Session.create().for_session(session_id).with_context("memory")
     with pytest.raises(InvalidText):
         session.replace_context_block("memory", "binary\x00blob")

@@ -1,7 +1,7 @@
 """Writes stamp the registry row in their own transaction: SessionManager's appends (storage/appends.STAMP)
 its deletions and overlays, the adapters' pops, and the API's message routes (``manager.rows.write_transaction``).
 
-The stamp used to follow as a transaction of its own: a second commit per append.  These
+Sent as a transaction of its own, the stamp would cost a second commit per append.  These
 tests hold the two together (a stamp that fails takes the write back), keep what the stamp
 meant (the manager's clock, a repeated append still stamps) and keep refused input from
 writing anything.

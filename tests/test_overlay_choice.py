@@ -1,8 +1,7 @@
 """One overlay rule everywhere: for one ``from``, the overlay reaching furthest along the path wins.
 
-Reproduction of issue 15 item 1: a side branch's newer, shorter compaction must not
-un-compact the main branch, in history, windows, the threshold check, the admin tree,
-fork and export.
+A side branch's newer, shorter compaction must not un-compact the main branch, in history,
+windows, the threshold check, the admin tree, fork and export.
 """
 
 from __future__ import annotations

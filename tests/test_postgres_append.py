@@ -181,7 +181,7 @@ def test_kept_plans_stay_on_the_indexes_as_the_session_grows(session_id):
 
 def test_a_database_without_the_function_still_appends(session_id):
     """New code may run before ``migrate`` has installed the function (a deploy): the lock and
-    the statement then go as one query, as they did before migration 0018."""
+    the statement then go as one query from the client."""
     from agent_sessions.storage import postgres
 
     raw = connection.connection

@@ -1,4 +1,4 @@
-"""Nothing half-written (issue #9): a failure in the middle of a write leaves no trace.
+"""Nothing half-written: a failure in the middle of a write leaves no trace.
 
 A temporary trigger created inside each test raises part-way through the operation
 (after the message row and its search-index entry are written, or on the Nth row of a

@@ -1,4 +1,4 @@
-"""Races across real processes (issue #9): auto-parented appends, upsert, compact, freeze.
+"""Races across real processes: auto-parented appends, upsert, compact, freeze.
 
 Each racer is ``scripts/race_worker.py`` on the live test database; they connect first,
 then start together on a stdin barrier.  Postgres runs the full 8 × 250 appends; SQLite

@@ -1,4 +1,4 @@
-"""Faults that must not lose anything (issue #9): the broker down, a dropped database connection.
+"""Faults that must not lose anything: the broker down, a dropped database connection.
 
 * Redis down: the Celery broker points at a closed port on 127.0.0.1.  Appends still
   succeed and the crossing triggers a compaction job that stays ``pending``; once the

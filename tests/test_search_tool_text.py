@@ -1,4 +1,4 @@
-"""Tool inputs, outputs, errors and reasoning are searchable, ranked below the text parts (issue 18).
+"""Tool inputs, outputs, errors and reasoning are searchable, ranked below the text parts.
 
 ``text_content`` keeps its meaning (text parts only, as foreign writers fill it);
 the extra text lives in ``tool_text`` and is indexed beside it on both databases.

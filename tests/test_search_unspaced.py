@@ -1,7 +1,7 @@
 """Scripts written without spaces besides CJK (Thai, Lao, Khmer, Burmese, Tibetan, Javanese, …) match by substring.
 
-Issue 15 item 6: a word inside such a sentence went through the word index, which saw
-the whole run between spaces as one token, so "ข้าวผัด" did not find "ฉันชอบกินข้าวผัดทุกวัน".
+The word index sees the whole run between spaces as one token, so a word inside such a sentence
+must go to the substring index: through the word index "ข้าวผัด" would not find "ฉันชอบกินข้าวผัดทุกวัน".
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Access control (issue #9): the admin is staff-only, tools run only on owned sessions and
+"""Access control: the admin is staff-only, tools run only on owned sessions and
 see only owned data, API keys are stored hashed.  (Per-route API ownership is covered
 route by route in tests/test_api_auth.py, including a check that the route table is complete.)"""
 

@@ -1,4 +1,4 @@
-"""Production settings (issue #9): ``manage.py check --deploy`` reports nothing.
+"""Production settings: ``manage.py check --deploy`` reports nothing.
 
 The demo project's production branch (``DJANGO_DEBUG=false``) takes SECRET_KEY and
 ALLOWED_HOSTS from the environment, sets secure cookies, HTTPS redirect and HSTS, and

@@ -1,4 +1,4 @@
-"""No SQL built from user input (issue #9), as a static rule plus a runtime check.
+"""No SQL built from user input, as a static rule plus a runtime check.
 
 Static rule: every place in ``agent_sessions/**/*.py`` that builds SQL-looking text by
 f-string, ``%``, ``.format()`` or ``+`` may interpolate only expressions on the
@@ -192,7 +192,7 @@ ALLOWED: dict[str, dict[str, str]] = {
         "NAME": "module constant: the function's name",
         "', '.join(['%s'] * len(_args(stamps=stamps)))": "'%s, %s, …' only",
         "SIGNATURE": "module constant: the name and the argument types",
-        "UNSTAMPED_SIGNATURE": "module constant: the name and the argument types (before migration 0024)",
+        "UNSTAMPED_SIGNATURE": "module constant: the name and the argument types (without the stamp argument)",
         "other": "install_sql(): SIGNATURE or UNSTAMPED_SIGNATURE (module constants)",
         "args": "module-constant argument names and types",
         "body(counts=counts, stamps=stamps)": "PL/pgSQL generated from appends (module constants) and code literals",

@@ -1,7 +1,7 @@
 """Every tool refuses arguments it does not know, is missing, or gets in the wrong type, and writes nothing.
 
-Issue 15 item 3: ``set_context(label=..., content=..., action="append")`` used to drop
-``action`` and replace the block, losing its old content.
+In particular ``set_context(label=..., content=..., action="append")`` must append: dropping
+``action`` would replace the block and lose its old content.
 """
 
 from __future__ import annotations

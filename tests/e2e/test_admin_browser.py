@@ -154,7 +154,7 @@ def test_tree_in_browser(live_server, staff, chromium_path, sync_playwright):
         assert (ARTIFACTS / name).stat().st_size > 10_000
 
 
-# ── The operator's 10,000-message session (issue 18) ────────────────────────────────────────────────────
+# ── The operator's 10,000-message session ───────────────────────────────────────────────────────────────
 CONTRAST_SELECTORS = (
     ".as-role, .as-badge, .as-quiet, .as-id, .as-tokens, .as-text, .as-msg-actions a, .as-snippet, .as-snippet mark,"
     " .as-excerpt, .as-warn, .as-leaves a, .as-originals > summary, details.as-more > summary, .as-facts dd"

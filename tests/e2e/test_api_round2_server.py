@@ -1,5 +1,5 @@
-"""Issue 19 against a real gunicorn (3 workers × 4 threads, the shipped ``gunicorn.conf.py``): racing upserts,
-chunked bodies, URL lengths and the JSON shape of errors gunicorn's WSGI path produces.
+"""The JSON API conventions against a real gunicorn (3 workers × 4 threads, the shipped ``gunicorn.conf.py``):
+racing upserts, chunked bodies, URL lengths and the JSON shape of errors gunicorn's WSGI path produces.
 
 Each test's docstring gives the curl equivalent (``$B`` = the API root, ``$H`` = the Bearer header).
 """

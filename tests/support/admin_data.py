@@ -115,7 +115,7 @@ def big_session(session_id: str, *, total: int = 10_000, branches: int = 10, bra
     return {"main_len": main_len, "leaf": f"m{main_len - 1}", "forks": [f.message_id for f in forks]}
 
 
-# ── The operator's 10,000-message session (issue 18) ─────────────────────────────────────────────
+# ── The operator's 10,000-message session ────────────────────────────────────────────────────────
 OPERATOR_START = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 OPERATOR_STEP = timedelta(seconds=30)
 SIDE_BRANCHES = (  # (fork point on the main path, branch length): 12 branches at 11 points -> 13 leaves
