@@ -17,12 +17,9 @@ role, parts not a list) comes back as a marked message (:func:`marked`).
 
 from __future__ import annotations
 
-import gc
 import json
-import threading
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from itertools import repeat
 from json.scanner import make_scanner
 from typing import Any, cast
@@ -77,46 +74,13 @@ def loads(text: str) -> Any:
     return _fast(text)
 
 
-PAUSE_AT = 256
-"""Batches of at least this many rows are decoded with the cyclic collector paused."""
-
-_pause_lock = threading.Lock()
-_pausers = 0
-_resume = False
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Hold the cyclic garbage collector off while a batch of rows becomes objects.
-
-    A stored message decodes to a dict holding a list, both tracked by the collector, so a
-    10,000-row history allocates 20,000 tracked objects: about 28 young collections and, once
-    enough survivors pile up, full ones over the whole heap (15 ms of a 30 ms read in a Django
-    process).  A batch creates no garbage cycles, so nothing is lost by collecting after it; the
-    collector is switched back on by the last of the threads that paused it, and only if it was
-    on when the first one did.
-    """
-    global _pausers, _resume
-    with _pause_lock:
-        if _pausers == 0:
-            _resume = gc.isenabled()
-            gc.disable()
-        _pausers += 1
-    try:
-        yield
-    finally:
-        with _pause_lock:
-            _pausers -= 1
-            if _pausers == 0 and _resume:
-                gc.enable()
-
-
 def loads_many(texts: Sequence[str]) -> list[Any]:
-    """``[json.loads(t) for t in texts]``, with the checks for orjson made once for the batch."""
-    if len(texts) < PAUSE_AT:
-        return _loads_many(texts)
-    with collector_paused():
-        return _loads_many(texts)
+    """``[json.loads(t) for t in texts]``, with the checks for orjson made once for the batch.
+
+    The host's garbage collector is left alone: pausing it over a batch only moved the
+    collection to whatever ran next (measured: our read 25 ms faster, the raw read after it
+    40 ms slower, the process slower overall)."""
+    return _loads_many(texts)
 
 
 GUARD_CHUNK = 250
@@ -256,11 +220,7 @@ def messages(texts: Sequence[Any], identify: Identify | None = None) -> list[dic
     The batch is decoded and checked as a whole; only when that fails are the rows taken one by
     one, and ``identify`` is asked once for the damaged rows' ``id`` and ``role`` columns (reads
     select the content alone)."""
-    if len(texts) < PAUSE_AT:
-        values = _batch(texts)
-    else:
-        with collector_paused():  # the check too: the collection the decode put off comes after it
-            values = _batch(texts)
+    values = _batch(texts)
     if values is not None:
         return values
     rows = [checked(text) for text in texts]
