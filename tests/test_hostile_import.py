@@ -215,7 +215,7 @@ NUL_FIELDS = [
 
 @pytest.mark.parametrize(("mutate", "field"), NUL_FIELDS)
 def test_nul_in_text(write, mutate, field):
-    refused(write(*bad(lambda d: mutate(d, "a\x00b"))), f"{field}: contains a NUL character")
+    refused(write(*bad(lambda d: mutate(d, "a\x00b"))), f"{field}: must not contain NUL characters")
 
 
 @pytest.mark.parametrize(("mutate", "field"), NUL_FIELDS)
@@ -223,12 +223,12 @@ def test_lone_surrogate_in_text(write, mutate, field):
     first, second = bad(lambda d: mutate(d, "a\ud800b"))
     line = json.dumps(second)  # ensure_ascii: the file holds the escape \ud800, valid UTF-8
     assert "\\ud800" in line
-    refused(write(first, line), f"{field}: contains a lone surrogate")
+    refused(write(first, line), f"{field}: must not contain lone UTF-16 surrogates")
 
 
 def test_nul_in_message_ids(write):
-    refused(write(*bad(lambda d: d["messages"][0].update(origin_id="o\x00"))), "messages[0].origin_id: contains a NUL")
-    refused(write(*bad(lambda d: d.update(session_id="bad\x00"))), "session_id: contains a NUL")
+    refused(write(*bad(lambda d: d["messages"][0].update(origin_id="o\x00"))), "messages[0].origin_id: must not")
+    refused(write(*bad(lambda d: d.update(session_id="bad\x00"))), "session_id: must not contain NUL")
 
 
 def test_nul_inside_a_message_part_is_kept(write):
@@ -496,8 +496,8 @@ def _transcript(index: int, **changes) -> list[dict]:
         (_transcript(1, name=5), "messages[1].name", "expected a string, not a number"),
         (_transcript(1, role=5), "messages[1].role", "expected a string, not a number"),
         (_transcript(1, role="r" * 65), "messages[1].role", "is 65 characters; the limit is 64"),
-        (_transcript(0, content="soul\x00"), "messages[0].content", "contains a NUL character"),
-        (_transcript(0, content="soul\ud800"), "messages[0].content", "contains a lone surrogate"),
+        (_transcript(0, content="soul\x00"), "messages[0].content", "must not contain NUL characters"),
+        (_transcript(0, content="soul\ud800"), "messages[0].content", "must not contain lone UTF-16 surrogates"),
         ({"model": 4, "messages": TRANSCRIPT}, "model", "expected a string, not a number"),
         ({"model": "m" * 201, "messages": TRANSCRIPT}, "model", "is 201 characters; the limit is 200"),
     ],
@@ -508,7 +508,7 @@ def test_transcript_field_of_the_wrong_type(tmp_path, data, field, problem):
 
 def test_transcript_options_are_checked(tmp_path):
     transcript_refused(tmp_path, TRANSCRIPT, "--session-id: is 600 bytes", options=("--session-id", "s" * 600))
-    transcript_refused(tmp_path, TRANSCRIPT, "--session-id: contains a NUL", options=("--session-id", "a\x00"))
+    transcript_refused(tmp_path, TRANSCRIPT, "--session-id: must not contain NUL", options=("--session-id", "a\x00"))
     transcript_refused(tmp_path, TRANSCRIPT, "--name: is 1001 characters", options=("--name", "n" * 1001))
 
 

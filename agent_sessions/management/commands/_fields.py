@@ -15,6 +15,7 @@ from typing import Any
 from django.utils.dateparse import parse_datetime
 
 from agent_sessions import conf
+from agent_sessions import text as text_rules
 
 BIGINT_MAX = 2**63 - 1
 """Largest value of a BigInteger column (both databases)."""
@@ -87,13 +88,10 @@ def array(value: Any, field: str) -> list:
 
 
 def storable(value: str, field: str) -> str:
-    """``value`` when both databases can hold it in a text column: no NUL, no lone surrogate."""
-    if "\x00" in value:
-        raise BadField(field, "contains a NUL character")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise BadField(field, "contains a lone surrogate (not valid Unicode)") from None
+    """``value`` when both databases can hold it in a text column (the rule of :mod:`agent_sessions.text`)."""
+    problem = text_rules.problem(value)
+    if problem is not None:
+        raise BadField(field, problem)
     return value
 
 
@@ -119,12 +117,7 @@ def ident(value: Any, field: str, *, nullable: bool = False, empty: bool = False
         return None
     if not isinstance(value, str):
         raise BadField(field, f"expected a string, not {kind(value)}")
-    if "\x00" in value:
-        raise BadField(field, "contains a NUL character")
-    try:
-        size = len(value.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise BadField(field, "contains a lone surrogate (not valid Unicode)") from None
+    size = len(storable(value, field).encode("utf-8"))
     if not empty and not value.strip():
         raise BadField(field, "must be a non-empty id")
     limit = conf.max_id_bytes() if id_bytes is None else id_bytes
