@@ -225,6 +225,20 @@ def text_content(message: dict, limits: conf.MessageLimits | None = None) -> str
 _CHUNK = re.compile(r"\S+")
 
 
+def check_indexed(value: str, what: str) -> str:
+    """``value`` when a full-text index can hold all of it (a search entry is found by every word or is
+    refused): its distinct words within ``MAX_INDEXED_TEXT_BYTES``, estimated as :func:`fit_index` does.
+
+    Postgres refuses a tsvector over 1 MB; the same limit applies on SQLite so the outcome is the same.
+    """
+    if fit_index(value) != value:
+        raise InvalidText(
+            f"{what} has more distinct words than a full-text index holds "
+            f"(about {conf.max_indexed_text_bytes()} bytes of them); split it into several entries"
+        )
+    return value
+
+
 def fit_index(text: str, budget: int | None = None) -> str:
     """``text`` cut where its distinct words would exceed ``AGENT_SESSIONS_MAX_INDEXED_TEXT_BYTES``.
 

@@ -437,3 +437,15 @@ def test_the_same_outcome_on_both_databases_for_a_nul_block(session_id):
     with pytest.raises(InvalidText):
         session.replace_context_block("memory", "binary\x00blob")
     assert ContextBlockRecord.objects.count() == 0, connection.vendor
+
+
+def test_a_search_entry_too_big_to_index_is_refused_alike():
+    """Postgres refuses a tsvector over 1 MB: an entry whose distinct words pass the index budget is
+    refused with InvalidText on both databases (never a raw database error), and nothing is written."""
+    words = " ".join(f"w{i:07d}x" for i in range(160_000))  # 1.6 MB of distinct words
+    provider = DjangoSearchProvider(label="kb_big")
+    with pytest.raises(InvalidText, match="distinct words"):
+        provider.set("big", words)
+    assert not SearchEntry.objects.filter(label="kb_big").exists()
+    provider.set("small", words[:10_000])
+    assert [hit["key"] for hit in provider.search("w0000010x")] == ["small"]

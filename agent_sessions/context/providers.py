@@ -11,6 +11,7 @@ from ..exceptions import ContextReadOnly
 from ..models import ContextBlockRecord, SearchEntry
 from ..search.args import query_terms
 from ..storage import backends, owners
+from ..types import check_indexed
 
 SEARCH_LIMIT = 10
 
@@ -196,7 +197,7 @@ class DjangoSearchProvider:
         if not isinstance(key, str) or not key:
             raise ValueError("entry key must be a non-empty string")
         text.check(key, "search entry key", size=conf.max_search_key_bytes())  # InvalidText
-        text.check_content(content, "search entry content")
+        check_indexed(text.check_content(content, "search entry content"), "search entry content")
         _checked_key(self.label or "", "search entry label")
         now = timezone.now()
         self._entries()  # validates the label

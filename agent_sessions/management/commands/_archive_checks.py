@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_sessions import conf
-from agent_sessions.exceptions import ArchiveError, InvalidMessage
+from agent_sessions.exceptions import ArchiveError, InvalidMessage, InvalidText
 from agent_sessions.models import Compaction, Message, SessionRecord
 from agent_sessions.session.context import PROMPT_KEY
-from agent_sessions.types import message_id, validate_message
+from agent_sessions.types import check_indexed, message_id, validate_message
 
 from . import _fields as f
 from ._archive import FORMAT
@@ -86,7 +86,11 @@ def _check_entries(entries: list, checked: Checked) -> None:
         if (label, key) in keys:
             raise BadField(f"{where}.key", f"duplicate key {key!r} under label {label!r}")
         keys.add((label, key))
-        f.text(entry.get("content"), f"{where}.content")
+        content = f.text(entry.get("content"), f"{where}.content")
+        try:
+            check_indexed(content, "the content")
+        except InvalidText as refused:
+            raise BadField(f"{where}.content", str(refused)) from None
         for name in ("created_at", "updated_at"):
             entry[name] = f.stamp(entry.get(name), f"{where}.{name}")
         checked.labels.append((f"{where}.label", label))
