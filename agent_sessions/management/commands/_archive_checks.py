@@ -17,7 +17,7 @@ from typing import Any
 
 from agent_sessions import conf
 from agent_sessions.exceptions import ArchiveError, InvalidMessage, InvalidText
-from agent_sessions.models import Compaction, Message, SessionRecord
+from agent_sessions.models import Compaction, Message, SessionRecord, owner_candidates
 from agent_sessions.session.context import PROMPT_KEY
 from agent_sessions.types import check_indexed, message_id, validate_message
 
@@ -80,7 +80,7 @@ def _check_entries(entries: list, checked: Checked) -> None:
         where = f"search_entries[{index}]"
         entry = f.obj(raw, where)
         label = _label(entry.get("label"), f"{where}.label", checked.session_id)
-        key = f.text(entry.get("key"), f"{where}.key", max_bytes=f.key_bytes())
+        key = f.text(entry.get("key"), f"{where}.key", max_bytes=conf.max_search_key_bytes())
         if not key:
             raise BadField(f"{where}.key", "must not be empty")
         if (label, key) in keys:
@@ -99,16 +99,16 @@ def _check_entries(entries: list, checked: Checked) -> None:
 def _check_record(record: dict, session_id: str) -> None:
     if record.get("id") != session_id:
         raise BadField("session.id", "must equal the document's session_id")
-    f.text(record.get("name", ""), "session.name", max_chars=f.name_chars(), nullable=True)
+    f.text(record.get("name", ""), "session.name", max_chars=conf.max_session_name_chars(), nullable=True)
     f.ident(record.get("parent_session_id"), "session.parent_session_id", nullable=True, empty=True)
     for name in ("model", "source", "end_reason"):
-        f.text(record.get(name), f"session.{name}", max_chars=f.tag_chars(), nullable=True)
+        f.text(record.get(name), f"session.{name}", max_chars=conf.max_session_field_chars(), nullable=True)
     for name in ("input_tokens", "output_tokens"):
         record[name] = f.count(record.get(name), f"session.{name}")
     f.amount(record.get("estimated_cost"), "session.estimated_cost")
     for name in ("created_at", "updated_at"):
         record[name] = f.stamp(record.get(name), f"session.{name}")
-    f.text(record.get("owner"), "session.owner", max_chars=f.name_chars(), nullable=True)
+    f.text(record.get("owner"), "session.owner", max_chars=conf.max_session_name_chars(), nullable=True)
 
 
 def _check_messages(entries: list, limits: conf.MessageLimits, contents: bool) -> dict[str, int]:
@@ -150,7 +150,7 @@ def _check_message(raw: Any, limits: conf.MessageLimits, contents: bool) -> str:
             raise BadField("content", f"is {size} bytes; the limit is {limits.message_bytes}")
     else:
         raise BadField("", "needs a 'message' object or a 'content' string")
-    f.text(entry.get("role", ""), "role", max_chars=f.role_chars())
+    f.text(entry.get("role", ""), "role", max_chars=conf.max_role_chars())
     return mid
 
 
@@ -203,7 +203,7 @@ def _label(value: Any, where: str, session_id: str) -> str:
         raise BadField(where, f"{label[:80]!r} is not namespaced by the session id ('<label>_<session id>')")
     if label.startswith(f"{PROMPT_KEY}_") and label != f"{PROMPT_KEY}{suffix}":
         raise BadField(where, f"{label[:80]!r} is another session's stored prompt")
-    base, limit = label[: -len(suffix)], f.label_chars()
+    base, limit = label[: -len(suffix)], conf.max_block_label_chars()
     if len(base) > limit:
         raise BadField(where, f"the label before '_<session id>' is {len(base)} characters; the limit is {limit}")
     return label
@@ -219,8 +219,7 @@ def other_owners(label: str, session_id: str) -> list[str]:
     a label belongs to the longest existing session id it ends with, so an import of
     ``X`` may not write it while ``user_X`` exists.
     """
-    stop = len(label) - len(session_id) - 1  # the underscore before the session id
-    return [label[i + 1 :] for i in range(1, stop) if label[i] == "_"]
+    return [owner for owner in owner_candidates(label) if len(owner) > len(session_id)]
 
 
 def check_owners(using: str, documents: Iterable[tuple[int, Checked]]) -> None:

@@ -20,32 +20,6 @@ from agent_sessions import text as text_rules
 BIGINT_MAX = 2**63 - 1
 """Largest value of a BigInteger column (both databases)."""
 
-# Length limits of the free-text columns, in characters.
-# The limits are the Python API's (conf.py), so a file holds what an API caller could write.
-
-
-def role_chars() -> int:
-    return conf.max_role_chars()
-
-
-def name_chars() -> int:
-    return conf.max_session_name_chars()
-
-
-def tag_chars() -> int:
-    """Model, source, end_reason."""
-    return conf.max_session_field_chars()
-
-
-def label_chars() -> int:
-    """A context block or search entry label, without its ``_<session id>`` suffix."""
-    return conf.max_block_label_chars()
-
-
-def key_bytes() -> int:
-    """A search entry key (UTF-8 bytes)."""
-    return conf.max_search_key_bytes()
-
 
 class BadField(ValueError):
     """A value of the file that cannot be imported; ``str()`` is ``"<field>: <problem>"``."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent_sessions import conf
+
 from . import _fields as f
 from ._fields import BadField
 from ._openai import SYSTEM_ROLES
@@ -27,10 +29,10 @@ _PART_STRINGS: dict[str, tuple[str | None, tuple[str, ...]]] = {
 def check_options(*, session_id: str, name: str, model: Any, source: str, system_label: str) -> None:
     """The values the command stores besides the messages: ids, names and labels."""
     f.ident(session_id, "--session-id")
-    f.text(name, "--name", max_chars=f.name_chars())
-    f.text(model, "model", max_chars=f.tag_chars(), nullable=True)
-    f.text(source, "--source", max_chars=f.tag_chars())
-    f.text(system_label, "--system-label", max_chars=f.label_chars())
+    f.text(name, "--name", max_chars=conf.max_session_name_chars())
+    f.text(model, "model", max_chars=conf.max_session_field_chars(), nullable=True)
+    f.text(source, "--source", max_chars=conf.max_session_field_chars())
+    f.text(system_label, "--system-label", max_chars=conf.max_block_label_chars())
     if not system_label:
         raise BadField("--system-label", "must not be empty")
 
@@ -43,7 +45,7 @@ def check_messages(messages: list[dict], *, system_as_message: bool) -> None:
         role = message.get("role")
         if role is None or role == "":
             raise BadField(f"{where}.role", "missing: the message has no role")
-        f.text(role, f"{where}.role", max_chars=f.role_chars())
+        f.text(role, f"{where}.role", max_chars=conf.max_role_chars())
         content = message.get("content")
         _content(content, f"{where}.content")
         if role in SYSTEM_ROLES and leading and not system_as_message:
