@@ -343,7 +343,7 @@ class DjangoSessionProvider:
             has_overlays = rows[-1][3] if rows else None
         if not rows:
             return []
-        path = self._messages([r[2] for r in rows], rows if ranged is not None else None)
+        path = self._messages([r[2] for r in rows], rows)
         return apply_overlays(path, self.get_compactions()) if has_overlays is not None else path
 
     def get_path_length(self, leaf_id: str | None = None) -> int:
