@@ -29,7 +29,6 @@ from typing import Any
 from asgiref.sync import async_to_sync, sync_to_async
 
 from .asyncutils import is_async_callable, resolve
-from .text import clean as clean_text
 from .tokens import estimate_message_tokens, estimate_one_message_tokens
 from .types import COMPACTION_PREFIX, CompactResult, TokenCounterInput, is_finite_number
 
@@ -467,7 +466,6 @@ class CompactFunction:
             return None
         if not isinstance(summary, str):
             raise TypeError(f"summarize() must return a str, not {type(summary).__name__}")
-        summary = clean_text(summary)  # made from stored text: NUL and lone surrogates become U+FFFD
         if not summary.strip():
             return None
         return CompactResult(from_message_id=middle[0]["id"], to_message_id=middle[-1]["id"], summary=summary)
