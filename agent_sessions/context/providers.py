@@ -25,11 +25,14 @@ def _checked_key(key: str, what: str) -> str:
     return text.check(key, what, chars=_key_chars())
 
 
+def _mine(session_id: str) -> Q:
+    """The rows a session reads and writes: its own and ownerless ones."""
+    return Q(session_id=session_id) | Q(session_id__isnull=True)
+
+
 def _visible(rows: models.QuerySet, session_id: str | None) -> models.QuerySet:
-    """``rows`` as a session sees them: its own and ownerless ones; another session's row is absent to it."""
-    if session_id:
-        return rows.filter(Q(session_id=session_id) | Q(session_id__isnull=True))
-    return rows
+    """``rows`` as a session sees them (:func:`_mine`); another session's row is absent to it."""
+    return rows.filter(_mine(session_id)) if session_id else rows
 
 
 def _write_owned(rows: models.QuerySet, lookup: dict, values: dict, created: dict, owner: str | None) -> None:
@@ -189,8 +192,7 @@ class DjangoSearchProvider:
         if not self.session_id:
             return set()
         rows = SearchEntry.objects.using(self._db()).filter(label=self.label)
-        mine = Q(session_id=self.session_id) | Q(session_id__isnull=True)
-        return set(rows.exclude(mine).values_list("key", flat=True))
+        return set(rows.exclude(_mine(self.session_id)).values_list("key", flat=True))
 
     def set(self, key: str, content: str) -> None:
         """Insert or replace the entry ``key`` (re-indexed by the database)."""
