@@ -3,9 +3,9 @@
 Builds the wheel from a clean copy of the sources, installs it into a new venv with its declared
 dependencies only (nothing from requirements.txt), runs ``django-admin startproject`` and adds
 exactly the README's settings (its ``INSTALLED_APPS`` lines). Then, once per database (a fresh
-one each): ``manage.py check``, ``migrate``, the README's quick start blocks verbatim, the admin
-login page and the shipped static files over ``runserver``, and a session's admin tree page
-(the shipped templates) through Django's test client.
+one each): ``manage.py check``, ``migrate``, every shipped command's ``--help``, the README's
+quick start blocks verbatim, the admin login page and the shipped static files over
+``runserver``, and a session's admin tree page (the shipped templates) through Django's test client.
 
     python scripts/wheel_check.py [--db sqlite] [--db postgres] [--keep]
 """
@@ -90,9 +90,10 @@ def check_wheel_contents(wheel: Path) -> None:
     missing = sorted(source_files() - names)
     if missing:
         raise CheckFailed(f"the wheel lacks {len(missing)} file(s) of the package: {missing[:20]}")
-    for needed in (f"{PACKAGE}/py.typed", f"{PACKAGE}/migrations/0001_initial.py"):
-        if needed not in names:
-            raise CheckFailed(f"the wheel lacks {needed}")
+    if f"{PACKAGE}/py.typed" not in names:
+        raise CheckFailed(f"the wheel lacks {PACKAGE}/py.typed")
+    if not any(re.fullmatch(rf"{PACKAGE}/migrations/0001_\w+\.py", name) for name in names):
+        raise CheckFailed(f"the wheel lacks the initial migration {PACKAGE}/migrations/0001_*.py")
     if not any(re.match(r"Requires-Dist: psycopg\[binary\]", line) for line in requires):
         raise CheckFailed(f"psycopg[binary] is not a base dependency: {requires}")
     print(f"   {wheel.name}: {len(names)} files, every package file present; {len(requires)} Requires-Dist")
@@ -238,6 +239,22 @@ def serve_and_fetch(python: Path, project: Path, env: dict[str, str]) -> None:
         log.close()
 
 
+def package_commands() -> list[str]:
+    """The management commands the package ships (``management/commands/*.py``, helpers start with ``_``)."""
+    folder = ROOT / PACKAGE / "management" / "commands"
+    return sorted(path.stem for path in folder.glob("*.py") if not path.stem.startswith("_"))
+
+
+def check_commands(python: Path, project: Path, env: dict[str, str]) -> None:
+    """``manage.py <command> --help`` of every shipped command: each imports only declared dependencies."""
+    commands = package_commands()
+    if not commands:
+        raise CheckFailed("the package ships no management commands (expected several)")
+    for command in commands:
+        run([str(python), "manage.py", command, "--help"], cwd=project, env=env)
+    print(f"   {len(commands)} commands answer --help: {', '.join(commands)}")
+
+
 def create_database(name: str) -> None:
     import psycopg
 
@@ -269,6 +286,8 @@ def check_database(db: str, venv: Path, project: Path, blocks_file: Path) -> Non
         print("   " + report.replace("\n", "\n   "))
         step(f"{db}: manage.py migrate")
         run([str(python), "manage.py", "migrate", "--noinput"], cwd=project, env=env)
+        step(f"{db}: every management command's --help")
+        check_commands(python, project, env)
         step(f"{db}: README quick start, admin tree page")
         print("   " + run([str(python), "quick_start.py", str(blocks_file)], cwd=project, env=env).strip())
         step(f"{db}: runserver: admin login page, static files")
