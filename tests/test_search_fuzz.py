@@ -1,4 +1,4 @@
-"""Arbitrary unicode queries never raise through any search entry point (hypothesis)."""
+"""Arbitrary unicode queries answer, or are refused as too complex, through every search entry point (hypothesis)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from django.db import connection
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_sessions import DjangoSearchProvider, Session
-from agent_sessions.search.args import query_terms
+from agent_sessions import DjangoSearchProvider, SearchTooComplex, Session
+from agent_sessions.search import cost
+from agent_sessions.search.args import as_query, query_terms
 from agent_sessions.storage import backends, orm
 from tests.conftest import msg
 
@@ -51,17 +52,32 @@ def _assert_hits(hits, valid):
 
 @FUZZ
 @given(query=queries)
-def test_every_entry_point_accepts_any_query(corpus, query):
+def test_every_entry_point_answers_any_query_or_refuses_it_as_too_complex(corpus, query):
+    """Any text answers with hits from the corpus, or (past the cost limits) is refused by every
+    entry point alike with SearchTooComplex; nothing else is raised."""
     session, provider = corpus
     valid = {f"m{i}" for i in range(4)}
-    _assert_hits(orm.search(query), valid)
-    _assert_hits(orm.search(query, session_id="fuzz", limit=2, offset=1, role="user"), valid)
-    _assert_hits(session.search(query), valid)
-    assert {r["key"] for r in provider.search(query)} <= {"k"}
+    backend = backends.for_alias("default")
+
+    def answer(terms, search):
+        try:
+            cost.check(as_query(terms))
+        except SearchTooComplex:
+            with pytest.raises(SearchTooComplex):
+                search()
+            return []
+        return search()
+
+    terms = query_terms(query)
+    _assert_hits(answer(terms, lambda: orm.search(query)), valid)
+    _assert_hits(answer(terms, lambda: orm.search(query, session_id="fuzz", limit=2, offset=1, role="user")), valid)
+    _assert_hits(answer(terms, lambda: session.search(query)), valid)
+    assert {r["key"] for r in answer(terms, lambda: provider.search(query))} <= {"k"}
     with connection.cursor() as cursor:
-        rows = backends.for_alias("default").search_entries(cursor, "fuzz", query_terms(query), 5, snippets=True)
+        rows = answer(terms, lambda: backend.search_entries(cursor, "fuzz", terms, 5, snippets=True))
         assert {r[0] for r in rows} <= {"k"}
-        raw = backends.for_alias("default").search_messages(cursor, None, query.split(), 5, snippets=True)
+        words = query.split()
+        raw = answer(words, lambda: backend.search_messages(cursor, None, words, 5, snippets=True))
         assert {r[0] for r in raw} <= valid
 
 
