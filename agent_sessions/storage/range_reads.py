@@ -14,9 +14,7 @@ a path past the depth limit) gives None, and the caller walks in SQL.
 from __future__ import annotations
 
 import threading
-from bisect import bisect_right
 from collections.abc import Callable, Sequence
-from itertools import accumulate
 from typing import Any, NamedTuple
 
 from .walks import NEWEST_LEAF_SEQ, SESSION_RANGE, newest_leaf_params
@@ -304,20 +302,16 @@ def _recent_suffix(rows: Rows, min_recent: int, budget: int, max_depth: int) -> 
     """The walk over ``rows`` (newest first, the leaf first) as ``(n, total, *rest)``, up to the row
     it stops at: the root, the depth limit, or the first row past ``min_recent`` whose running
     total exceeds ``budget``; :class:`ReadOn` when the rows end first, None when they break the
-    chain before the walk would stop.
-
-    Column-wise (transposed once, totals accumulated, the stop found by bisection) rather than row
-    by row: 4 % of a 50-row window's read on SQLite."""
-    ids, parents, sizes, *rest = zip(*rows, strict=True)
-    totals = list(accumulate(sizes))  # stored sizes are never negative: the totals never fall
-    stop = min(max(bisect_right(totals, budget), min_recent), max_depth, len(rows))
-    if None in parents[:stop]:
-        stop = parents.index(None)  # the root comes first
-    linked = min(stop, len(rows) - 1)
-    if parents[:linked] != ids[1 : linked + 1]:
-        return None  # one row is not the parent of the row before it
-    if stop == len(rows):
-        # The chain goes on past the rows read, unless back into them: a cycle, which the walk settles.
-        return None if parents[-1] in ids else ReadOn(parents[-1], totals[-1])
-    end = stop + 1
-    return list(zip(range(end), totals[:end], *(column[:end] for column in rest), strict=True))
+    chain before the walk would stop."""
+    walked: list[tuple] = []
+    total = 0
+    for n, (_, parent, size, *rest) in enumerate(rows):
+        if n and rows[n - 1][1] != rows[n][0]:
+            return None  # not the parent of the row before: a branch, or a parent stored later
+        total += size
+        walked.append((n, total, *rest))
+        if parent is None or not (n < max_depth and (n < min_recent or total <= budget)):
+            return walked  # the walk stops here too: the root, the depth limit, one row past the window
+    # The chain goes on past the rows read, unless back into them: a cycle, which the walk settles.
+    oldest_parent = rows[-1][1]
+    return None if any(row[0] == oldest_parent for row in rows) else ReadOn(oldest_parent, total)
