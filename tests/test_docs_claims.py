@@ -63,7 +63,7 @@ OTHER_LIBRARIES = set(
     IntegrityError ModelMessagesTypeAdapter ModelRequest ModelResponse NaN NinjaAPI PostgresChatMessageHistory
     RetryPromptPart SQLAlchemySession SQLiteSession SystemMessage SystemPromptPart TextPart ThinkingPart
     ToolCallPart ToolMessage ToolReturnPart UserPromptPart JSONField BigAutoField
-    args_as_dict clock_timestamp snippet json_extract to_tsvector websearch_to_tsquery
+    args_as_dict clock_timestamp random snippet json_extract to_tsvector websearch_to_tsquery
     """.split()
 )
 # First names of a chain that are instances in the docs' prose (``session.compaction…``), not modules.
