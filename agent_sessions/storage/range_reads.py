@@ -66,8 +66,8 @@ _RANGE = (
 # The registry's message count (when the session has a row there) rules a branching session
 # out before any scan: for the latest leaf every row is at or before it.  The bound is
 # depth + depth / SLACK + SLACK, with 8 spelled out.  The leaf is a CTE that both the bound
-# and the LIMIT read: written out twice, it would be planned twice (0.30 instead of 0.19 ms of
-# planning, which a client's statement pays at every read; 0.09 ms to run it).
+# and the LIMIT read: written out twice, it would be planned twice, and a client's statement
+# pays its planning at every read (docs/performance.md, R6).
 _REGISTERED = "(SELECT s.message_count FROM assistant_sessions s WHERE s.id = %s)"
 _POSTGRES = "WITH leaf AS MATERIALIZED ({leaf}) " + _RANGE.format(
     columns="{columns}",
@@ -75,9 +75,9 @@ _POSTGRES = "WITH leaf AS MATERIALIZED ({leaf}) " + _RANGE.format(
     limit="(SELECT leaf.depth + leaf.depth / 8 + 9 FROM leaf)",
 )
 # SQLite: the leaf first (in-process, no round trip), then the range.  SQLite has the same
-# trap with its rowid (``seq``: after ANALYZE it may walk the whole table backwards, 145 ms for
-# a 10k path instead of 41 ms), so the index is named; it bounds that scan by seq only after an
-# equality on session_id.
+# trap with its rowid (``seq``: after ANALYZE it may walk the whole table backwards), so the
+# index is named; it bounds that scan by seq only after an equality on session_id
+# (docs/performance.md, G2).
 _SQLITE_LEAF = "SELECT leaf.seq, leaf.depth, leaf.id, " + _REGISTERED + ", {once} FROM ({leaf}) leaf"
 _SQLITE_RANGE = (
     "SELECT m.id, m.parent_id, {columns} FROM assistant_messages m INDEXED BY assistant_msg_sess_seq "
@@ -138,7 +138,7 @@ def read_path(
         value = rows[0][-1] if rows else None
     else:
         # In-process: the value comes with the leaf, so the range's rows carry no extra column
-        # (one more column costs 0.6 ms of a 10,000-row read).
+        # (docs/performance.md, R9).
         leaf = fetch(
             _SQLITE_LEAF.format(leaf=_LEAF[leaf_id is None], once=once_sql),
             [session_id, *once_params, *_leaf_params(session_id, leaf_id)],
