@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import ast
 from importlib import import_module
-from importlib.abc import InspectLoader
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -84,8 +83,8 @@ if TYPE_CHECKING:  # the list of exports; at run time read by _exports() and loa
 
 def _exports() -> dict[str, str]:
     """Name → submodule (relative to the package) of each import in this file's ``TYPE_CHECKING`` block."""
-    loader = __spec__.loader if __spec__ is not None else None
-    source = loader.get_source(__name__) if isinstance(loader, InspectLoader) else None
+    get_source = getattr(__spec__.loader if __spec__ is not None else None, "get_source", None)
+    source = get_source(__name__) if get_source is not None else None
     if source is None:  # a distribution without sources would have no list to read
         raise ImportError(f"{__name__} needs its source file to list its exports")
     tree = ast.parse(source)
