@@ -16,9 +16,6 @@ from typing import Any, NamedTuple
 from django.conf import settings
 from django.core.signals import setting_changed
 
-BUILTIN_CONFIG_MODULES = ("agent_sessions.api.config",)
-"""Modules a worker always imports for named configurations (the JSON API registers its own)."""
-
 DEFAULTS: dict[str, Any] = {
     # ── input limits, enforced before anything is written ──
     "MAX_MESSAGE_BYTES": 4 * 1024 * 1024,
@@ -321,9 +318,8 @@ def compaction_pending_grace_seconds() -> float:
 
 
 def config_modules() -> list[str]:
-    """Modules to import before looking up a named configuration: the built-in ones, then the setting's."""
-    extra = [str(m) for m in get("CONFIG_MODULES") or []]
-    return [*BUILTIN_CONFIG_MODULES, *(m for m in extra if m not in BUILTIN_CONFIG_MODULES)]
+    """The project's modules to import before looking up a named configuration (``AGENT_SESSIONS_CONFIG_MODULES``)."""
+    return list(dict.fromkeys(str(m) for m in get("CONFIG_MODULES") or []))
 
 
 # ── JSON API ────────────────────────────────────────────────────────────────

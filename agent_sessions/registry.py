@@ -4,8 +4,9 @@ Callbacks (summarisers, providers) are Python objects a worker cannot receive
 over a broker; the task gets ``(name, session_id)`` instead and looks the
 configuration up here.  Configurations are registered at import time by
 modules named ``sessions.py`` in installed apps (auto-imported like
-``admin.py``), by the modules of ``AGENT_SESSIONS_CONFIG_MODULES`` (the JSON
-API's own configuration is always among them), or by ``SessionManager(name=...)``.
+``admin.py``), by the modules of ``AGENT_SESSIONS_CONFIG_MODULES``, by the modules this
+app's surfaces hand to :func:`add_config_module` (the JSON API's own configuration, from
+``apps.py``), or by ``SessionManager(name=...)``.  The registry names no module itself.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class SessionFactory(Protocol):
 _REGISTRY: dict[str, SessionFactory] = {}
 _discovered = False
 _imported: set[str] = set()
+_given: list[str] = []
 
 
 class _CallableFactory:
@@ -53,13 +55,23 @@ def unregister(name: str) -> None:
     _REGISTRY.pop(name, None)
 
 
+def add_config_module(module: str) -> None:
+    """Import ``module`` (once, on the first lookup) before a configuration is looked up.
+
+    How a layer above the registry registers a configuration of its own, in every process
+    (a worker too), without the registry importing it.
+    """
+    if module not in _given:
+        _given.append(module)
+
+
 def autodiscover() -> None:
     """Import ``sessions.py`` of every installed app once, and each configuration module not imported yet."""
     global _discovered
     if not _discovered:
         _discovered = True
         autodiscover_modules("sessions")
-    for module in conf.config_modules():
+    for module in dict.fromkeys([*_given, *conf.config_modules()]):
         if module not in _imported:
             import_module(module)
             _imported.add(module)

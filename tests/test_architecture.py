@@ -1,12 +1,17 @@
 """Imports run one way: each layer of docs/architecture.md imports only its own layer and those below.
 
 Every ``import`` in ``agent_sessions/`` counts, at module level or inside a function
-(a lazy import is still a dependency); only ``if TYPE_CHECKING:`` imports are exempt.
+(a lazy import is still a dependency); only ``if TYPE_CHECKING:`` imports are exempt.  Imports by
+name count too: ``importlib.import_module("…")``, ``import_string("…")``, ``__import__("…")``, and
+any other string in the code (not a docstring) that is a dotted path into the package, such as a
+setting's default naming a class, which some other module imports by name.  The few such names
+that point up on purpose are the :data:`DECLARED_SEAMS`.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -51,6 +56,10 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("orchestration", ["manager", "convert"]),
     ("surfaces", ["api", "admin", "management", "integrations", "tasks", "urls", "apps", "checks"]),
 ]
+# Names of upper modules that a lower one holds as a string, on purpose: (module, target) → why.
+DECLARED_SEAMS: dict[tuple[str, str], str] = {
+    ("conf", "tasks"): "AGENT_SESSIONS_COMPACTION_RUNNER defaults to the Celery runner, a setting naming a class",
+}
 PACKAGE_INIT = len(LAYERS) - 1  # agent_sessions/__init__.py re-exports everything (lazily)
 RANK = {prefix: rank for rank, (_, prefixes) in enumerate(LAYERS) for prefix in prefixes}
 
@@ -83,8 +92,11 @@ def _type_checking_lines(tree: ast.AST) -> set[int]:
     return lines
 
 
-def imports_of(path: Path, module: str | None = None) -> list[tuple[int, str]]:
-    """(line, imported module relative to the package) for every import of agent_sessions code."""
+def imports_of(path: Path, module: str | None = None, *, seams: bool = False) -> list[tuple[int, str]]:
+    """(line, imported module relative to the package) for every import of agent_sessions code.
+
+    Imports by name included; the :data:`DECLARED_SEAMS` only with ``seams=True``.
+    """
     module = module_name(path) if module is None else module
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     tree = ast.parse(path.read_text())
@@ -111,6 +123,48 @@ def imports_of(path: Path, module: str | None = None) -> list[tuple[int, str]]:
         elif isinstance(node, ast.Import):
             names = [alias.name for alias in node.names if alias.name.startswith("agent_sessions")]
             found.extend((node.lineno, name.removeprefix("agent_sessions").lstrip(".")) for name in names)
+    found.extend(named_imports(tree, package, exempt))
+    if not seams:
+        found = [(line, target) for line, target in found if (module, target) not in DECLARED_SEAMS]
+    return found
+
+
+DYNAMIC_IMPORTERS = {"import_module", "import_string", "__import__"}
+DOTTED_PATH = re.compile(r"agent_sessions(\.[A-Za-z_]\w*)+")
+
+
+def _module_at(dotted: str) -> str | None:
+    """The longest prefix of ``dotted`` (relative to the package) that is a module of it, or None."""
+    parts = dotted.split(".")
+    for size in range(len(parts), 0, -1):
+        path = PACKAGE.joinpath(*parts[:size])
+        if path.with_suffix(".py").exists() or (path / "__init__.py").exists():
+            return ".".join(parts[:size])
+    return None
+
+
+def named_imports(tree: ast.AST, package: str, exempt: set[int]) -> list[tuple[int, str]]:
+    """Modules of the package named by a string: the argument of a dynamic import, or any dotted path."""
+    prose = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}  # docstrings
+    found = []
+    for node in ast.walk(tree):
+        if getattr(node, "lineno", None) in exempt:
+            continue
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            name = node.args[0].value
+            if callee in DYNAMIC_IMPORTERS and isinstance(name, str) and name.startswith("."):
+                level = len(name) - len(name.lstrip("."))
+                base = package.split(".") if package else []
+                base = base[: len(base) - (level - 1)] if level > 1 else base
+                target = _module_at(".".join([*base, name.lstrip(".")]).strip("."))
+                if target:
+                    found.append((node.lineno, target))
+        is_text = isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in prose
+        if is_text and DOTTED_PATH.fullmatch(node.value):
+            target = _module_at(node.value.removeprefix("agent_sessions."))
+            if target:
+                found.append((node.lineno, target))
     return found
 
 
@@ -170,3 +224,30 @@ def test_the_check_sees_an_upward_import_and_an_unlisted_module(tmp_path):
     assert layer_of("manager") > layer_of("search.probe")
     with pytest.raises(AssertionError, match="is in no layer"):
         layer_of("brand_new_module")
+
+
+def test_the_check_sees_imports_by_name(tmp_path):
+    """import_module / import_string / __import__ and dotted paths in strings count; docstrings do not."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        '"""Mentions agent_sessions.manager in prose."""\n'
+        "from importlib import import_module\n"
+        "from django.utils.module_loading import import_string\n"
+        "RUNNER = 'agent_sessions.tasks.CeleryCompactionRunner'\n"
+        "def later():\n"
+        "    import_module('agent_sessions.api.config')\n"
+        "    import_module('..convert', __package__)\n"
+        "    import_string('agent_sessions.admin.hooks.compact_now')\n"
+        "    __import__('agent_sessions.management')\n"
+        "    return 'agent_sessions.W001', 'not agent_sessions.manager'\n"
+    )
+    targets = sorted(t for _, t in imports_of(probe, module="search.probe"))
+    assert targets == ["admin.hooks", "api.config", "convert", "management", "tasks"]
+
+
+def test_declared_seams_exist_and_point_up():
+    """Each seam is still named where it says, against the layer order (else it is no seam: drop it)."""
+    named = {(module_name(path), target) for path in _sources() for _, target in imports_of(path, seams=True)}
+    for (module, target), reason in DECLARED_SEAMS.items():
+        assert (module, target) in named, f"{module} no longer names {target}: remove the seam ({reason})"
+        assert layer_of(target) > layer_of(module), (module, target)

@@ -23,3 +23,13 @@ def test_other_settings_do_not_drop_the_values_read():
     assert "MAX_PARTS" in conf._read
     with override_settings(USE_TZ=True):
         assert "MAX_PARTS" in conf._read
+
+
+def test_a_worker_finds_the_apis_configuration_without_naming_it_in_settings(settings):
+    """The app registers the JSON API's configuration module with the registry; conf names none."""
+    from agent_sessions import registry
+    from agent_sessions.api import config
+
+    settings.AGENT_SESSIONS_CONFIG_MODULES = ["tests.sessions_registry", "tests.sessions_registry"]
+    assert conf.config_modules() == ["tests.sessions_registry"]
+    assert config.DEFAULT_NAME in registry.names()

@@ -1,10 +1,14 @@
-"""The public API as tools see it: exports stated for type checkers, async twins declared, not generated."""
+"""The public API as tools see it: exports listed once for type checkers and run time, async twins declared."""
 
 from __future__ import annotations
 
 import ast
 import asyncio
+import importlib
 import inspect
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,20 +19,46 @@ from agent_sessions import Session, SessionManager
 PACKAGE = Path(agent_sessions.__file__).parent
 
 
-def _type_checking_names() -> dict[str, str]:
-    """Names imported in ``agent_sessions/__init__.py``'s ``if TYPE_CHECKING:`` block → module."""
+def _type_checking_imports() -> list[ast.ImportFrom]:
+    """The imports of ``agent_sessions/__init__.py``'s ``if TYPE_CHECKING:`` block: the one list of exports."""
     tree = ast.parse((PACKAGE / "__init__.py").read_text())
     block = next(n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING")
-    return {alias.name: node.module for node in block.body if isinstance(node, ast.ImportFrom) for alias in node.names}
+    assert all(isinstance(node, ast.ImportFrom) and node.level == 1 for node in block.body)
+    return [node for node in block.body if isinstance(node, ast.ImportFrom)]
 
 
-def test_every_export_is_stated_for_type_checkers_and_resolves():
-    stated = _type_checking_names()
-    assert sorted(stated) == agent_sessions.__all__
-    assert stated == agent_sessions._EXPORTS
-    for name in agent_sessions.__all__:
-        value = getattr(agent_sessions, name)
-        assert value is getattr(__import__(f"agent_sessions.{stated[name]}", fromlist=[name]), name)
+def test_every_export_is_an_explicit_reexport_and_resolves_to_its_modules_object():
+    stated = {alias.name: node.module for node in _type_checking_imports() for alias in node.names}
+    assert len(stated) == sum(len(node.names) for node in _type_checking_imports()), "a name is listed twice"
+    # ``X as X`` is what type checkers read as exported when __all__ is not a literal they can see.
+    assert all(alias.asname == alias.name for node in _type_checking_imports() for alias in node.names)
+    assert agent_sessions.__all__ == sorted(stated)
+    assert len(stated) > 50
+    for name, module in stated.items():
+        assert getattr(agent_sessions, name) is getattr(importlib.import_module(f"agent_sessions.{module}"), name)
+    assert set(agent_sessions.__all__) <= set(dir(agent_sessions))
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        agent_sessions.Nope  # noqa: B018
+
+
+def test_star_import_gives_every_export():
+    namespace: dict[str, object] = {}
+    exec("from agent_sessions import *", namespace)
+    assert sorted(set(namespace) - {"__builtins__"}) == agent_sessions.__all__
+
+
+@pytest.mark.no_database
+def test_importing_the_package_loads_no_submodule_and_no_django_app():
+    """The names load on first use: a bare import needs no settings and leaves the app registry alone."""
+    probe = (
+        "import sys, agent_sessions\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith('agent_sessions.'))\n"
+        "assert not loaded, loaded\n"
+        "assert 'django.apps' not in sys.modules or not __import__('django.apps').apps.apps.ready\n"
+        "assert 'Session' in agent_sessions.__all__ and 'Session' in dir(agent_sessions)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
+    subprocess.run([sys.executable, "-c", probe], check=True, cwd=PACKAGE.parent, env=env)
 
 
 def test_every_error_derives_from_the_base_and_is_exported():

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import itertools
 import json
+from bisect import bisect_right
+from itertools import accumulate
 
 import pytest
 from django.db import connection
@@ -366,17 +368,20 @@ def test_a_deleted_id_whose_children_stayed_cannot_be_stored_again(session):
     assert session.append_message(msg("a2"), "c") is True
 
 
-def _suffix_row_by_row(rows, min_recent: int, budget: int, max_depth: int):
-    """The recent walk over ``rows`` one row at a time: what ``range_reads._recent_suffix`` computes."""
-    walked, total = [], 0
-    for n, row in enumerate(rows):
-        if n and rows[n - 1][1] != row[0]:
-            return None
-        total += row[2]
-        walked.append((n, total, *row[3:]))
-        if row[1] is None or not (n < max_depth and (n < min_recent or total <= budget)):
-            return walked
-    return range_reads.ReadOn(rows[-1][1], total)  # the rows end first: read on from the oldest one's parent
+def _suffix_column_wise(rows, min_recent: int, budget: int, max_depth: int):
+    """The recent walk over ``rows`` computed another way (running totals, the stop found by
+    bisection): what ``range_reads._recent_suffix`` computes row by row."""
+    ids, parents, sizes, *rest = zip(*rows, strict=True)
+    totals = list(accumulate(sizes))
+    stop = min(max(bisect_right(totals, budget), min_recent), max_depth, len(rows))
+    if None in parents[:stop]:
+        stop = parents.index(None)
+    linked = min(stop, len(rows) - 1)
+    if parents[:linked] != ids[1 : linked + 1]:
+        return None
+    if stop == len(rows):
+        return None if parents[-1] in ids else range_reads.ReadOn(parents[-1], totals[-1])
+    return list(zip(range(stop + 1), totals[: stop + 1], *(column[: stop + 1] for column in rest), strict=True))
 
 
 @given(
@@ -389,13 +394,13 @@ def _suffix_row_by_row(rows, min_recent: int, budget: int, max_depth: int):
 )
 @settings(max_examples=400, deadline=None)
 def test_the_recent_suffix_stops_where_the_walk_stops(chain, min_recent, budget, max_depth):
-    """Column-wise, the suffix stops where the row-by-row walk stops (a root, the depth limit, one
-    row past the window), gives up where it gives up (the rows break the chain first) and reads on
-    where the rows end first."""
+    """The suffix stops where the walk stops (a root, the depth limit, one row past the window),
+    gives up where it gives up (the rows break the chain first) and reads on where the rows end
+    first, as the same walk computed from running totals says."""
     rows = []
     for n, (size, kind) in enumerate(chain):  # newest first: row n's parent is row n + 1
         parent = {"child": f"r{n + 1}", "root": None, "broken": "elsewhere"}[kind]
         rows.append((f"r{n}", parent, size, f"content {n}", None))
-    assert range_reads._recent_suffix(rows, min_recent, budget, max_depth) == _suffix_row_by_row(
+    assert range_reads._recent_suffix(rows, min_recent, budget, max_depth) == _suffix_column_wise(
         rows, min_recent, budget, max_depth
     )

@@ -23,8 +23,8 @@ NO_PARENT = "SELECT m.id, m.depth, m.path_tokens FROM assistant_messages m WHERE
 # costs what the session's average share of the table says, and goes through
 # ``(session_id, parent_id)``.  With the constants, a session that the statistics have not
 # seen (new since the last ANALYZE, in a table a few big sessions fill) looked like one row
-# to every index alike, and the probe took the primary key, reading the whole session
-# (0.38 ms of an append at 3,000 messages, growing with it).  A hash-partitioned table is
+# to every index alike, and the probe took the primary key, reading the whole session at
+# every append (docs/performance.md, G4).  A hash-partitioned table is
 # the other way round: only constants let the planner prune to the session's partition, and
 # without them it probed the partitions by full index scans; there the probe names them.
 INSERT = (
@@ -71,7 +71,7 @@ def params(row: list, session_id: str, parent: str | None, *, auto: bool, partit
 # the manager's clock gave (manager/clock.py: microseconds, strictly increasing per process),
 # in the insert's own transaction.  Sent on its own after the append, it would be a second
 # transaction: a second commit and round trip, and on SQLite a second take of the write lock
-# (a manager append costs 1.01 ms instead of 1.64 on Postgres, 0.45 instead of 0.63 on SQLite).
+# (docs/performance.md, A7).
 # Only when the message is stored, inserted now or already there (a repeated append still
 # counts as the manager's write): an id the insert refused stamps nothing.
 STAMP = (

@@ -1,7 +1,7 @@
 """Reads on the driver's own connection, shared by the vendor modules (each says how to execute).
 
 Django's cursor costs a visible share of a short read (placeholder rewriting, client-side
-binding). It is kept while queries are logged or wrapped (debug toolbars, query-count
+binding; docs/performance.md, R10). It is kept while queries are logged or wrapped (debug toolbars, query-count
 checks, tests), so those still see every read; errors are Django's either way.
 """
 

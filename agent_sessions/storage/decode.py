@@ -1,7 +1,7 @@
 """Decoding stored message JSON: orjson where it returns what ``json.loads`` would, else ``json``.
 
 A history of 10,000 rows is 10,000 small documents, so the parser's per-call overhead is most
-of the cost.  orjson (the ``fast`` extra) parses them in about half the time of ``json``; it
+of the cost (docs/performance.md, R11 and R12).  orjson (the ``fast`` extra) parses them faster; it
 differs from ``json.loads`` only in what it refuses (``NaN``, ``1e400``, lone surrogates, a BOM:
 those raise and go to ``json.loads``) and in one thing it accepts: an integer past 64 bits,
 which it turns into a float.  A run of 19 digits anywhere in the text sends it to ``json`` too
@@ -78,15 +78,14 @@ def loads_many(texts: Sequence[str]) -> list[Any]:
     """``[json.loads(t) for t in texts]``, with the checks for orjson made once for the batch.
 
     The host's garbage collector is left alone: pausing it over a batch only moved the
-    collection to whatever ran next (measured: our read 25 ms faster, the raw read after it
-    40 ms slower, the process slower overall)."""
+    collection to whatever ran next (docs/performance.md, the tricks removed)."""
     return _loads_many(texts)
 
 
 GUARD_CHUNK = 250
 """Texts joined per look for a long run of digits (about 25 KB of messages).  Joined all at once,
 10,000 rows make three fresh 1 MB buffers, whose page faults cost as much as the look itself
-(1.5 against 0.6 ms); a run inside one text is inside one chunk all the same."""
+(docs/performance.md, R13); a run inside one text is inside one chunk all the same."""
 
 
 def _batch_may_hold_big_integer(texts: Sequence[str]) -> bool:

@@ -13,15 +13,15 @@ from __future__ import annotations
 # A kept plan is built once per connection from what the planner knows then, and kept until
 # ANALYZE or DDL invalidates it.  Built while the table is tiny, every index looks alike (each
 # estimate is one row) and the children probes take the primary key, reading the whole
-# session: an append grows from 0.8 ms at the start of 2,000 to 2.7 ms at the end.  So plans
+# session, so an append grows with its session (docs/performance.md, G5).  So plans
 # are kept only once the planner can tell the indexes apart: ANALYZE counted at least
 # ``KEEP_PLANS_FROM_ROWS`` rows, or, never analysed, the table holds ``KEEP_PLANS_FROM_BYTES``
 # (the planner then estimates from its size); a hash-partitioned table (manage.py
 # partition_tables) counts its partitions together.  Until then each call plans its statement
 # with the values.  On a partitioned table the statement names the session and the id in the
 # children probe (``partitioned``), which lets even a kept plan skip all partitions but the
-# session's when it starts (15 of 16 pruned per call); planned per call, the 16 partitions
-# cost 6 ms of planning an append, three times the append itself.
+# session's when it starts (15 of 16 pruned per call); planned per call, the partitions
+# cost more planning than the append itself (docs/performance.md, A3).
 KEEP_PLANS_FROM_ROWS = 1000
 KEEP_PLANS_FROM_BYTES = 1024 * 1024
 
@@ -45,15 +45,15 @@ MODE = (
 
 
 # Deciding the mode is a catalog query (and, on a table never analysed, a look at its file's
-# size): 27-45 us of a 0.5 ms call, 5-9 % of the server's time in an append, spent to find out
-# what seldom changes.  A connection that found plans kept remembers it in the setting
-# ``MODE_SETTING``, stamped with the table it was found for (its oid and file number), and asks
-# again only when the stamp no longer matches: a table partitioned or rebuilt (new oid) or
-# truncated (new file).  "Planned" is never remembered, so a growing table reaches "kept" at
-# once.  The setting belongs to the connection (a rolled-back transaction takes it back; a
-# pooler's DISCARD ALL clears it).  Left unseen: a table emptied by DELETE, or the partitions of
-# a partitioned one truncated, keeps "kept" on that connection; its plans are rebuilt at each
-# ANALYZE all the same, and with few rows every plan is cheap.
+# size), spent at every call to find out what seldom changes (docs/performance.md, A6).  A
+# connection that found plans kept remembers it in the setting ``MODE_SETTING``, stamped with
+# the table it was found for (its oid and file number), and asks again only when the stamp no
+# longer matches: a table partitioned or rebuilt (new oid) or truncated (new file).  "Planned"
+# is never remembered, so a growing table reaches "kept" at once.  The setting belongs to the
+# connection (a rolled-back transaction takes it back; a pooler's DISCARD ALL clears it).  Left
+# unseen: a table emptied by DELETE, or the partitions of a partitioned one truncated, keeps
+# "kept" on that connection; its plans are rebuilt at each ANALYZE all the same, and with few
+# rows every plan is cheap.
 MODE_SETTING = "agent_sessions.append_mode"
 STAMP = (
     "(('assistant_messages'::regclass)::oid::text || '/' || "
@@ -64,8 +64,8 @@ STAMP = (
 
 # How the functions plan.  Their kept plans are generic (the same for every session): left to
 # choose, Postgres goes on planning each call whenever a generic estimate looks dearer than
-# the value-specific ones, as after ANALYZE in a table one session fills (1.14 ms an append
-# against 0.80 ms with the generic plan).  A generic plan cannot know how large the session
+# the value-specific ones, as after ANALYZE in a table one session fills (docs/performance.md,
+# G6).  A generic plan cannot know how large the session
 # is: estimating it at eight rows in a table of 1,500 live rows and 40-75 MB of dead ones, it
 # finds the newest rows by a bitmap scan of the whole session and a sort, or, with only sorts
 # priced out, through the children index and an incremental sort (2,028 rows read for 8).
@@ -73,7 +73,7 @@ STAMP = (
 # key in order, the children index, the unique key), so sequential and bitmap scans and both
 # kinds of sort are priced out (not forbidden: the sort of the newest eight rows still runs).
 # Pricing out adds a huge constant to a plan's cost, which would have Postgres compile every
-# append with JIT (170 ms each): JIT is off here.
+# append with JIT (docs/performance.md, G7): JIT is off here.
 PLANNER_SETTINGS = (
     "SET plan_cache_mode = force_generic_plan SET jit = off SET enable_seqscan = off "
     "SET enable_bitmapscan = off SET enable_sort = off SET enable_incremental_sort = off"

@@ -14,9 +14,7 @@ a path past the depth limit) gives None, and the caller walks in SQL.
 from __future__ import annotations
 
 import threading
-from bisect import bisect_right
 from collections.abc import Callable, Sequence
-from itertools import accumulate
 from typing import Any, NamedTuple
 
 from .walks import NEWEST_LEAF_SEQ, SESSION_RANGE, newest_leaf_params
@@ -68,8 +66,8 @@ _RANGE = (
 # The registry's message count (when the session has a row there) rules a branching session
 # out before any scan: for the latest leaf every row is at or before it.  The bound is
 # depth + depth / SLACK + SLACK, with 8 spelled out.  The leaf is a CTE that both the bound
-# and the LIMIT read: written out twice, it would be planned twice (0.30 instead of 0.19 ms of
-# planning, which a client's statement pays at every read; 0.09 ms to run it).
+# and the LIMIT read: written out twice, it would be planned twice, and a client's statement
+# pays its planning at every read (docs/performance.md, R6).
 _REGISTERED = "(SELECT s.message_count FROM assistant_sessions s WHERE s.id = %s)"
 _POSTGRES = "WITH leaf AS MATERIALIZED ({leaf}) " + _RANGE.format(
     columns="{columns}",
@@ -77,9 +75,9 @@ _POSTGRES = "WITH leaf AS MATERIALIZED ({leaf}) " + _RANGE.format(
     limit="(SELECT leaf.depth + leaf.depth / 8 + 9 FROM leaf)",
 )
 # SQLite: the leaf first (in-process, no round trip), then the range.  SQLite has the same
-# trap with its rowid (``seq``: after ANALYZE it may walk the whole table backwards, 145 ms for
-# a 10k path instead of 41 ms), so the index is named; it bounds that scan by seq only after an
-# equality on session_id.
+# trap with its rowid (``seq``: after ANALYZE it may walk the whole table backwards), so the
+# index is named; it bounds that scan by seq only after an equality on session_id
+# (docs/performance.md, G2).
 _SQLITE_LEAF = "SELECT leaf.seq, leaf.depth, leaf.id, " + _REGISTERED + ", {once} FROM ({leaf}) leaf"
 _SQLITE_RANGE = (
     "SELECT m.id, m.parent_id, {columns} FROM assistant_messages m INDEXED BY assistant_msg_sess_seq "
@@ -140,7 +138,7 @@ def read_path(
         value = rows[0][-1] if rows else None
     else:
         # In-process: the value comes with the leaf, so the range's rows carry no extra column
-        # (one more column costs 0.6 ms of a 10,000-row read).
+        # (docs/performance.md, R9).
         leaf = fetch(
             _SQLITE_LEAF.format(leaf=_LEAF[leaf_id is None], once=once_sql),
             [session_id, *once_params, *_leaf_params(session_id, leaf_id)],
@@ -304,20 +302,16 @@ def _recent_suffix(rows: Rows, min_recent: int, budget: int, max_depth: int) -> 
     """The walk over ``rows`` (newest first, the leaf first) as ``(n, total, *rest)``, up to the row
     it stops at: the root, the depth limit, or the first row past ``min_recent`` whose running
     total exceeds ``budget``; :class:`ReadOn` when the rows end first, None when they break the
-    chain before the walk would stop.
-
-    Column-wise (transposed once, totals accumulated, the stop found by bisection) rather than row
-    by row: 4 % of a 50-row window's read on SQLite."""
-    ids, parents, sizes, *rest = zip(*rows, strict=True)
-    totals = list(accumulate(sizes))  # stored sizes are never negative: the totals never fall
-    stop = min(max(bisect_right(totals, budget), min_recent), max_depth, len(rows))
-    if None in parents[:stop]:
-        stop = parents.index(None)  # the root comes first
-    linked = min(stop, len(rows) - 1)
-    if parents[:linked] != ids[1 : linked + 1]:
-        return None  # one row is not the parent of the row before it
-    if stop == len(rows):
-        # The chain goes on past the rows read, unless back into them: a cycle, which the walk settles.
-        return None if parents[-1] in ids else ReadOn(parents[-1], totals[-1])
-    end = stop + 1
-    return list(zip(range(end), totals[:end], *(column[:end] for column in rest), strict=True))
+    chain before the walk would stop."""
+    walked: list[tuple] = []
+    total = 0
+    for n, (_, parent, size, *rest) in enumerate(rows):
+        if n and rows[n - 1][1] != rows[n][0]:
+            return None  # not the parent of the row before: a branch, or a parent stored later
+        total += size
+        walked.append((n, total, *rest))
+        if parent is None or not (n < max_depth and (n < min_recent or total <= budget)):
+            return walked  # the walk stops here too: the root, the depth limit, one row past the window
+    # The chain goes on past the rows read, unless back into them: a cycle, which the walk settles.
+    oldest_parent = rows[-1][1]
+    return None if any(row[0] == oldest_parent for row in rows) else ReadOn(oldest_parent, total)

@@ -16,8 +16,8 @@ from .. import conf
 # the same row when the first finds one; LIMIT 1 stops before the second runs.
 # The first arm orders by the inner scan's own key, ``(session_id, seq)``, so Postgres
 # keeps the index order and probes children row by row until the first childless one
-# (usually the newest: 7 buffers); ordered by ``seq`` alone it sorted the eight rows, and
-# so probed all eight first (28 buffers, a third of an append's reads).
+# (usually the newest); ordered by ``seq`` alone it sorted the eight rows, and so probed all
+# eight first (docs/performance.md, A4).
 # Written so that no planner estimate can turn it into a whole-session scan: with
 # NOT EXISTS, or with the child probe as a filter on the full ordered scan,
 # Postgres picked bitmap-scan-and-sort plans (O(session) per append) whenever its
@@ -28,8 +28,8 @@ _CHILDLESS = (
 # The session is named as a range of one value, ``session_id BETWEEN %s AND %s``, ordered by
 # ``(session_id, seq)``: only the primary key can deliver that order.  With ``session_id = %s
 # ORDER BY seq`` Postgres may walk the plain ``seq`` index backwards filtering on session_id
-# whenever the session looks like a large share of the table (a few big sessions: 229,377
-# other rows read for the newest 8, 112 ms instead of 0.06 ms).
+# whenever the session looks like a large share of the table, reading other sessions' rows
+# to find the newest 8 (docs/performance.md, G1).
 SESSION_RANGE = "{t}session_id >= %s AND {t}session_id <= %s"
 # (The spacing is the installed append function's: its body is generated from these strings.)
 _NEWEST_ARM = (
@@ -56,8 +56,7 @@ LEAF_COLUMNS = "seq, id, session_id, depth, path_tokens"
 # The first arm alone, for reads that can fall back when it finds nothing: the range reads
 # (storage/range_reads.py) to a walk, the client's latest-leaf reads (storage/orm.py) to the
 # whole lookup.  A client's statement is planned at every call on Postgres, and the second arm
-# nearly doubles that: planning the last-50 read takes 0.40 ms with both arms and 0.25 ms with
-# this one (execution 0.07 ms either way).
+# nearly doubles that planning (docs/performance.md, R5).
 _NEWEST_LEAF_TEMPLATE = "SELECT {cols} FROM (" + _NEWEST_ARM + ") leaf"
 # What each lookup returns, the same in its whole form (LATEST_*) and its first arm (NEWEST_*),
 # so that a read falling back from one to the other gets the same columns.
@@ -93,8 +92,8 @@ def newest_leaf_params(session_id: str) -> list[str]:
 # on (key, session_id).  No other index can serve that predicate, so the step is
 # an index probe whatever the statistics say: with ``m.session_id = … AND m.id = …``
 # (a constant or a carried session id alike) Postgres, believing a freshly loaded
-# session had one row, scanned the whole session at every step (2.9 s for a
-# 3,000-deep path instead of 12 ms).  The parameter is :func:`path_key_prefix`.
+# session had one row, scanned the whole session at every step (docs/performance.md,
+# G3).  The parameter is :func:`path_key_prefix`.
 PATH_KEY = "CAST(length({t}session_id) AS TEXT) || ':' || {t}session_id || {t}id"
 
 

@@ -2,7 +2,7 @@
 operations on every resource, pagination, preconditions and the headers clients expect.
 
 Each test's docstring gives the curl equivalent (``$B`` = the API root, ``$H`` = the Bearer header).
-The racing-upsert and real-gunicorn checks are in ``tests/e2e/test_api_round2_server.py``.
+The racing-upsert and real-gunicorn checks are in ``tests/e2e/test_api_conventions_server.py``.
 """
 
 from __future__ import annotations
@@ -659,7 +659,7 @@ def test_status_says_nothing_to_compact(api, custom_config):
 
 def test_upsert_reports_inserted_from_the_insert_itself(api, sid):
     """curl -X PUT -H "$H" -d '{"message":{"id":"u",…}}' $B/sessions/$S/messages  twice → inserted true, then false
-    (the race with 20 clients is in tests/e2e/test_api_round2_server.py)."""
+    (the race with 20 clients is in tests/e2e/test_api_conventions_server.py)."""
     first = api.put(f"/sessions/{sid}/messages", {"message": ui("u")})
     second = api.put(f"/sessions/{sid}/messages", {"message": ui("u", "changed")})
     assert (first.status_code, first.json()["inserted"]) == (201, True)

@@ -82,7 +82,7 @@ def server(django_db_setup, django_db_blocker, tmp_path_factory):
 
 @pytest.fixture
 def client(server, django_user_model):
-    user = django_user_model.objects.create_user("round2", "round2@example.com", "pw")
+    user = django_user_model.objects.create_user("conventions", "conventions@example.com", "pw")
     _, token = ApiKey.issue(user, "e2e")
     # gunicorn closes a keep-alive connection after 2 idle seconds (its default keepalive); httpx keeps one
     # for 5.  A request sent on a connection the server is closing at that moment is reset, so the client
