@@ -6,14 +6,18 @@ script), from the repository root::
 
     python scripts/dump_migration_chain.py sqlite
     python scripts/dump_migration_chain.py postgres   # needs pg_dump and the local server
+    python scripts/dump_migration_chain.py seed       # Postgres, no pg_dump needed
 
 Each run makes an empty scratch database, migrates it with the chain, writes representative
 data through the library (sessions with branches, a fork, compactions, context blocks with and
 without an owner, a stored prompt, search entries, a compaction job, an API key, usage), and
 writes a plain SQL dump of the whole database (schema, data, ``django_migrations``) to
 ``tests/fixtures/migrations/<vendor>_chain.sql``.  ``tests/test_migrations.py`` loads those dumps
-and migrates them forward with today's code.  The dumps are history: do not regenerate them
-from a later commit (the chain is gone there).
+and migrates them forward with today's code.  ``seed`` lays out an empty Postgres database with the
+seed's DDL (tests/support/seed_schema.sql), migrates it with the chain, which adopts the seed's
+tables, and writes its catalog (``tests.support.schema.catalog``) to
+``tests/fixtures/migrations/postgres_seed_chain_catalog.json``: what ``migrate`` must build there.
+The dumps are history: do not regenerate them from a later commit (the chain is gone there).
 """
 
 from __future__ import annotations
@@ -157,13 +161,37 @@ def dump_postgres() -> str:
     )
 
 
+def seed_catalog() -> str:
+    import json
+
+    import psycopg
+
+    name = f"agent_sessions_seed_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(dbname="postgres", user=PG_USER, autocommit=True, **PG) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        with psycopg.connect(dbname=name, user=PG_USER, autocommit=True, **PG) as conn:
+            conn.execute((ROOT / "tests" / "support" / "seed_schema.sql").read_text())
+        url = f"postgres://{PG_USER}@{PG['host']}:{PG['port']}/{name}"
+        env = dict(os.environ, DATABASE_URL=url, DJANGO_SETTINGS_MODULE="project.settings", PYTHONPATH=str(ROOT))
+        subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
+        sys.path.insert(0, str(ROOT))
+        from tests.support.schema import catalog
+
+        with psycopg.connect(dbname=name, user=PG_USER, **PG) as conn:
+            return json.dumps(catalog(conn), indent=1, ensure_ascii=False) + "\n"
+    finally:
+        with psycopg.connect(dbname="postgres", user=PG_USER, autocommit=True, **PG) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 def main() -> None:
     vendor = sys.argv[1] if len(sys.argv) > 1 else ""
-    dumps = {"sqlite": dump_sqlite, "postgres": dump_postgres}
+    dumps = {"sqlite": dump_sqlite, "postgres": dump_postgres, "seed": seed_catalog}
     if vendor not in dumps:
-        raise SystemExit("usage: dump_migration_chain.py sqlite|postgres")
+        raise SystemExit("usage: dump_migration_chain.py sqlite|postgres|seed")
     OUT.mkdir(parents=True, exist_ok=True)
-    target = OUT / f"{vendor}_chain.sql"
+    target = OUT / ("postgres_seed_chain_catalog.json" if vendor == "seed" else f"{vendor}_chain.sql")
     target.write_text(dumps[vendor](), encoding="utf-8")
     print(f"wrote {target.relative_to(ROOT)} ({target.stat().st_size} bytes)")
 
