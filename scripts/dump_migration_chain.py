@@ -4,7 +4,7 @@ Run once, at the last commit before the chain was squashed into
 ``agent_sessions/migrations/0001_squashed_0028_context_owner.py`` (the commit that added this
 script), from the repository root::
 
-    python scripts/dump_migration_chain.py sqlite
+    python scripts/dump_migration_chain.py sqlite     # needs the sqlite3 shell
     python scripts/dump_migration_chain.py postgres   # needs pg_dump and the local server
     python scripts/dump_migration_chain.py seed       # Postgres, no pg_dump needed
 
@@ -23,7 +23,6 @@ The dumps are history: do not regenerate them from a later commit (the chain is 
 from __future__ import annotations
 
 import os
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -133,8 +132,9 @@ def dump_sqlite() -> str:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "chain.sqlite3"
         _setup(f"sqlite:///{path}")
-        with sqlite3.connect(path) as conn:
-            return "\n".join(conn.iterdump()) + "\n"
+        # The sqlite3 shell's .dump, not Python's iterdump: it restores FTS5 tables through their
+        # shadow tables, where iterdump inserts into the virtual tables before they exist.
+        return subprocess.run(["sqlite3", str(path), ".dump"], check=True, capture_output=True, text=True).stdout
 
 
 def dump_postgres() -> str:
