@@ -90,7 +90,7 @@ def check_wheel_contents(wheel: Path) -> None:
     missing = sorted(source_files() - names)
     if missing:
         raise CheckFailed(f"the wheel lacks {len(missing)} file(s) of the package: {missing[:20]}")
-    for needed in (f"{PACKAGE}/py.typed", f"{PACKAGE}/migrations/0001_initial.py"):
+    for needed in (f"{PACKAGE}/py.typed", f"{PACKAGE}/migrations/0001_squashed_0028_context_owner.py"):
         if needed not in names:
             raise CheckFailed(f"the wheel lacks {needed}")
     if not any(re.match(r"Requires-Dist: psycopg\[binary\]", line) for line in requires):

@@ -52,6 +52,18 @@ def catalog(conn) -> dict[str, list]:
     }
 
 
+def by_position(snapshot: dict[str, list]) -> dict[str, list]:
+    """``snapshot`` with each column's number replaced by its position among the table's live columns:
+    a column dropped once (Django's own ``django_content_type.name``) leaves a gap in the numbers of a
+    database migrated step by step, none in one restored from a dump."""
+    columns, position, table = [], 0, None
+    for row in sorted(snapshot["columns"], key=lambda r: (r[0], int(r[1]))):
+        position = position + 1 if row[0] == table else 1
+        table = row[0]
+        columns.append([row[0], str(position), *row[2:]])
+    return {**snapshot, "columns": sorted(columns)}
+
+
 def _major(text: str) -> str | None:
     match = re.search(r"(\d+)\.\d+", text)
     return match[1] if match else None
