@@ -187,7 +187,7 @@ def test_a_database_without_the_function_still_appends(session_id):
     raw = connection.connection
     try:
         with connection.cursor() as cursor:
-            cursor.execute(postgres_append.UNINSTALL[0])  # rolled back with the test
+            cursor.execute(f"DROP FUNCTION {postgres_append.SIGNATURE}")  # rolled back with the test
         postgres._APPEND_MODE.pop(raw, None)
         session = Session.create().for_session(session_id)
         assert session.append_message(msg("a")) is True
