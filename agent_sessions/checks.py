@@ -217,7 +217,7 @@ def check_search_trigram(app_configs=None, databases=None, **kwargs):
             errors.append(
                 checks.Error(
                     f"SQLite of database '{alias}' has FTS5 without the 'trigram' tokenizer (SQLite < 3.34); "
-                    "migration 0005 (substring search for Japanese/CJK text) cannot create its index.",
+                    "migrate (substring search for Japanese/CJK text) cannot create its index.",
                     hint="Use SQLite 3.34 or newer (Python 3.11 from python.org, Debian 12, or "
                     "`pip install pysqlite3-binary`), or use PostgreSQL.",
                     id="agent_sessions.E020",
@@ -233,7 +233,7 @@ def check_search_trigram(app_configs=None, databases=None, **kwargs):
             if not available:
                 errors.append(
                     checks.Error(
-                        f"PostgreSQL database '{alias}' has no pg_trgm extension available; migration 0005 "
+                        f"PostgreSQL database '{alias}' has no pg_trgm extension available; migrate "
                         "(substring search for Japanese/CJK text) needs it.",
                         hint="Install the server's contrib package (Debian/Ubuntu: postgresql-contrib; "
                         "the official Docker images include it).",
@@ -244,7 +244,7 @@ def check_search_trigram(app_configs=None, databases=None, **kwargs):
                 errors.append(
                     checks.Error(
                         f"PostgreSQL database '{alias}': the current user may not create the pg_trgm extension "
-                        "that migration 0005 needs.",
+                        "that migrate needs.",
                         hint="Have an administrator run `CREATE EXTENSION IF NOT EXISTS pg_trgm;` in that "
                         "database once, or grant CREATE on it to this user.",
                         id="agent_sessions.E022",
@@ -254,7 +254,8 @@ def check_search_trigram(app_configs=None, databases=None, **kwargs):
 
 
 def _session_fts_missing(alias: str) -> bool:
-    """Migration 0012 ran on this Postgres alias but left out the (session_id, content_tsv) index."""
+    """The migrations ran on this Postgres alias (0012 of the old chain, or the squash that replaces it)
+    but left out the (session_id, content_tsv) index."""
     with connections[alias].cursor() as cursor:
         cursor.execute(
             "SELECT to_regclass('django_migrations') IS NOT NULL AND to_regclass('assistant_messages') IS NOT NULL "
@@ -263,16 +264,16 @@ def _session_fts_missing(alias: str) -> bool:
         if not cursor.fetchone()[0]:
             return False
         cursor.execute(
-            "SELECT EXISTS (SELECT 1 FROM django_migrations WHERE app = 'agent_sessions' AND name = %s)",
-            ["0012_search_session_fts"],
+            "SELECT EXISTS (SELECT 1 FROM django_migrations WHERE app = 'agent_sessions' AND name IN (%s, %s))",
+            ["0012_search_session_fts", "0001_squashed_0028_context_owner"],
         )
         return bool(cursor.fetchone()[0])
 
 
 @checks.register(checks.Tags.database)
 def check_search_session_index(app_configs=None, databases=None, **kwargs):
-    """Per-session search stays flat at scale only with the btree_gin index of migration 0012, which
-    that migration skips (keeping the slower words-only index) where btree_gin cannot be created."""
+    """Per-session search stays flat at scale only with the btree_gin index, which ``migrate`` skips
+    (keeping the slower words-only index) where btree_gin cannot be created."""
     from django.db import DatabaseError
 
     from .storage.postgres import SESSION_FTS_INSTALL
@@ -289,7 +290,7 @@ def check_search_session_index(app_configs=None, databases=None, **kwargs):
             warnings.append(
                 checks.Warning(
                     f"PostgreSQL database '{alias}' has no (session_id, content_tsv) search index: btree_gin "
-                    "was not available when migration 0012 ran. Search stays correct, but a session's search "
+                    "was not available when the migrations ran. Search stays correct, but a session's search "
                     "reads every posting of a common word across all sessions, so it slows as the table grows.",
                     hint="Install the server's contrib package, then as a user allowed to create extensions run: "
                     + "; ".join(SESSION_FTS_INSTALL)

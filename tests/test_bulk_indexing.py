@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection, transaction
-from django.db.migrations.executor import MigrationExecutor
 
 from agent_sessions import InvalidMessage, SessionManager
 from agent_sessions.models import SessionRecord
@@ -185,37 +184,4 @@ def test_the_marker_skips_only_its_own_session_while_the_write_lasts(manager):
     assert hits("kestrel", mine) == {"m1"}
     assert SessionRecord.objects.get(id=mine).message_count == 1
     assert deferred_markers() == 0
-    integrity_check()
-
-
-MIGRATION = ("agent_sessions", "0017_sqlite_deferred_index")
-
-
-def trigger_sql(name: str) -> str:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = %s", [name])
-        return cursor.fetchone()[0]
-
-
-@pytest.mark.sqlite_only
-@pytest.mark.django_db(transaction=True)
-def test_migration_reverses_in_place(manager):
-    executor = MigrationExecutor(connection)
-    migration = executor.loader.graph.nodes[MIGRATION]
-    after = executor.loader.project_state(MIGRATION, at_end=True)
-    before = executor.loader.project_state(MIGRATION, at_end=False)
-    names = ("assistant_fts_ai", "assistant_fts_trigram_ai", "agent_sessions_count_inserted_messages")
-    assert all(sqlite.DEFERRED_INDEX in trigger_sql(name) for name in names)
-    executor.unapply_migration(after, migration)
-    try:
-        assert not any(sqlite.DEFERRED_INDEX in trigger_sql(name) for name in names)
-        sid = manager.create("back").id
-        manager.append(sid, msg("x", text="kestrel back"))
-        assert hits("kestrel", sid) == {"x"}
-        assert SessionRecord.objects.get(id=sid).message_count == 1
-    finally:
-        executor.apply_migration(before, migration)
-    assert all(sqlite.DEFERRED_INDEX in trigger_sql(name) for name in names)
-    manager.append_all(sid, batch("b"))
-    assert hits("kestrel", sid) == {"x"} | expected_hits("b")["kestrel"]
     integrity_check()

@@ -258,7 +258,7 @@ def test_compose_commands_run_against_local_services(compose, stack_env, process
     ]
     assert probe[0] == "CMD"
     _wait(lambda: _healthy(probe[1:], stack_env), "the web health check", log, timeout=120)
-    assert "Applying agent_sessions.0001_initial... OK" in log.read_text()
+    assert "Applying agent_sessions.0001_squashed_0028_context_owner... OK" in log.read_text()
 
     queue = f"compose-{uuid.uuid4().hex[:8]}"
     node = f"{queue}@{socket.gethostname()}"

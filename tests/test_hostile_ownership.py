@@ -21,7 +21,6 @@ from agent_sessions import ContextReadOnly, DjangoSearchProvider, SessionManager
 from agent_sessions.admin.context_panel import block_text, load_panel
 from agent_sessions.models import ContextBlockRecord, SearchEntry, SessionRecord
 from tests.conftest import msg
-from tests.support.scratch import migration_steps
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -278,80 +277,6 @@ def test_the_ambiguity_check_lists_rows_several_sessions_could_own(manager):
     assert [w.id for w in warnings] == ["agent_sessions.W030"]
     assert f"cf_agents_context_blocks.memory_{LONG} → {LONG} (also {SHORT})" in warnings[0].msg
     assert f"cf_agents_context_blocks.memory_{SHORT} " not in warnings[0].msg
-
-
-# ── upgrade of an existing database (migration 0028) ────────────────────────
-
-_UPGRADE = """
-import django, json, os, sys; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'project.settings'); django.setup()
-from django.db import connection
-step = sys.argv[1]
-with connection.cursor() as c:
-    if step == 'm0':
-        for sid in ('chat', 'user_chat'):
-            c.execute("INSERT INTO assistant_sessions (id, name) VALUES (%s, '')", [sid])
-        for label in ('memory_chat', 'memory_user_chat', '_system_prompt_chat', '_system_prompt_user_chat',
-                      '_system_prompt', 'memory', 'memory_nobody'):
-            c.execute("INSERT INTO cf_agents_context_blocks (label, content) VALUES (%s, %s)", [label, label])
-        for label in ('kb_chat', 'kb_user_chat'):
-            c.execute("INSERT INTO cf_agents_search_entries (label, key, content) VALUES (%s, 'k', 'v')", [label])
-        print('filled')
-    else:
-        c.execute("SELECT label, session_id FROM cf_agents_context_blocks ORDER BY label")
-        blocks = dict(c.fetchall())
-        c.execute("SELECT label, session_id FROM cf_agents_search_entries ORDER BY label")
-        entries = dict(c.fetchall())
-        c.execute("DELETE FROM assistant_sessions WHERE id = 'chat'")
-        c.execute("SELECT label FROM cf_agents_context_blocks ORDER BY label")
-        left = [r[0] for r in c.fetchall()]
-        from agent_sessions.checks import check_ambiguous_owners
-        c.execute("INSERT INTO assistant_sessions (id, name) VALUES ('chat', '')")
-        ambiguous = [w.id for w in check_ambiguous_owners(databases=['default'])]
-        print(json.dumps({'blocks': blocks, 'entries': entries, 'left': left, 'ambiguous': ambiguous}))
-"""
-
-
-def test_the_upgrade_gives_existing_rows_the_longest_registered_id():
-    filled, upgraded = migration_steps(_UPGRADE, ("0027", "0028"))
-    assert filled == "filled"
-    state = json.loads(upgraded.splitlines()[-1])
-    assert state["blocks"] == {
-        "_system_prompt": None,  # the default namespace's prompt, never a session's
-        "_system_prompt_chat": "chat",
-        "_system_prompt_user_chat": "user_chat",
-        "memory": None,
-        "memory_chat": "chat",
-        "memory_nobody": None,
-        "memory_user_chat": "user_chat",  # ambiguous: the longest id wins, and the check says so
-    }
-    assert state["entries"] == {"kb_chat": "chat", "kb_user_chat": "user_chat"}
-    # The delete trigger now follows the owner: user_chat's rows stay when chat goes.
-    assert state["left"] == [
-        "_system_prompt",
-        "_system_prompt_user_chat",
-        "memory",
-        "memory_nobody",
-        "memory_user_chat",
-    ]
-    assert state["ambiguous"] == ["agent_sessions.W030"]
-
-
-_BACK_AND_FORTH = """
-import django, os, sys; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'project.settings'); django.setup()
-from django.db import connection
-with connection.cursor() as c:
-    c.execute("INSERT INTO assistant_sessions (id, name) VALUES ('z', '')")
-    c.execute("INSERT INTO cf_agents_context_blocks (label, content) VALUES ('memory_z', ''), ('_system_prompt_z', '')")
-    c.execute("DELETE FROM assistant_sessions WHERE id = 'z'")
-    c.execute("SELECT label FROM cf_agents_context_blocks ORDER BY label")
-    print(','.join(r[0] for r in c.fetchall()) or '-')
-    c.execute("DELETE FROM cf_agents_context_blocks")
-"""
-
-
-def test_the_upgrade_goes_back_and_forth():
-    """Back at 0027 the suffix cascade returns (memory_z goes too); at 0028 an ownerless memory_z stays."""
-    assert migration_steps(_BACK_AND_FORTH, ("0028", "0027", "0028")) == ["memory_z", "-", "memory_z"]
 
 
 def test_a_colliding_key_is_refused_not_taken_over(db):

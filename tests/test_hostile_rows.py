@@ -229,9 +229,9 @@ def test_integrations_read_the_marked_message(session, form):
 
 
 def test_the_tool_text_backfill_skips_the_row(form):
-    from agent_sessions.storage.search_schema import _tool_text_of
+    from agent_sessions.migrations._frozen import _tool_text
 
-    assert _tool_text_of(FORMS[form][0].replace("<b>", "<b>reasoning tool ")) == ""
+    assert _tool_text(FORMS[form][0].replace("<b>", "<b>reasoning tool "), 32_768) == ""
 
 
 def test_a_batch_asks_for_the_columns_of_its_damaged_rows_only(form):

@@ -1,6 +1,6 @@
 """Postgres: a process that remembered the library's functions (the append's mode and the read
-functions, asked once per connection) keeps working when migrations take them back under it, as
-an operator's rollback does: the failed call ran nothing, so it is made again with what the
+functions, asked once per connection) keeps working when they are taken back under it, as an
+operator's rollback to an older release does: the failed call ran nothing, so it is made again with what the
 database has now.  Inside the caller's transaction the error stands, and the next call works."""
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from tests.support.scratch import run_with, scratch_database
 pytestmark = pytest.mark.postgres_only
 
 # Run in a process of its own on a scratch database at the latest migration.  It appends and reads
-# (so the connection remembers the functions), migrates agent_sessions back to argv[1] from another
-# process, then appends and reads in each way with the remembered state put back before each.
+# (so the connection remembers the functions), takes functions back from another process (argv[1]
+# names what is left, as older releases installed it: _TAKE_BACK), then appends and reads in each
+# way with the remembered state put back before each.
 _ROLLBACK = """
 import django, os, subprocess, sys
 os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'project.settings'); django.setup()
@@ -37,7 +38,7 @@ session.get_recent_history(max_content_bytes=0, min_recent_messages=2)
 raw = connection.connection
 remembered = postgres._APPEND_MODE[raw], postgres._READ_CALLS[raw]
 print('before', remembered[0].name, all(remembered[1]))
-subprocess.run([sys.executable, 'manage.py', 'migrate', 'agent_sessions', sys.argv[1], '--noinput', '-v0'], check=True)
+subprocess.run([sys.executable, '-c', sys.argv[2], sys.argv[1]], check=True)
 
 def stale():
     assert connection.connection is raw
@@ -73,24 +74,43 @@ print('then', ids(session.get_history()), manager.get_message_count(sid))
 """
 
 
+# What an older release's schema has, made from today's: the statements run in another process.
+_TAKE_BACK = """
+import django, os, sys
+os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'project.settings'); django.setup()
+from django.db import connection
+from agent_sessions.storage import postgres_append, postgres_reads
+reads = [f'DROP FUNCTION {read.signature}' for read in (postgres_reads.RECENT, postgres_reads.PATH)]
+window = [f'DROP FUNCTION {postgres_reads.WINDOW.signature}']
+statements = {
+    'none': [f'DROP FUNCTION {postgres_append.SIGNATURE}', *reads, *window],
+    'unstamped': [*postgres_append.install_sql(stamps=False), *reads, *window],
+    'no window': window,
+}[sys.argv[1]]
+with connection.cursor() as cursor:
+    for statement in statements:
+        cursor.execute(statement)
+"""
+
+
 @pytest.mark.parametrize(
     ("target", "mode"),
     [
-        ("0017", "STATEMENT"),  # no function at all
-        ("0023", "UNSTAMPED_FUNCTION"),  # the append without the stamp argument, no read functions
-        ("0026", "FUNCTION"),  # only the window function gone
+        ("none", "STATEMENT"),  # no function at all
+        ("unstamped", "UNSTAMPED_FUNCTION"),  # the append without the stamp argument, no read functions
+        ("no window", "FUNCTION"),  # only the window function gone
     ],
 )
 def test_functions_taken_back_under_a_running_process_are_asked_for_again(target, mode):
     with scratch_database() as url:
         run_with(url, "manage.py", "migrate", "--noinput", "-v0")
-        lines = run_with(url, "-c", _ROLLBACK, target).strip().splitlines()
+        lines = run_with(url, "-c", _ROLLBACK, target, _TAKE_BACK).strip().splitlines()
     history = "m0,m1,m2,m3,m4,m5"
     assert lines == [
         "before FUNCTION True",
         f"appended {mode}",
         f"read {history} {history} m4,m5",
-        "in transaction: stored" if target == "0026" else "in transaction: refused False False",
+        "in transaction: stored" if target == "no window" else "in transaction: refused False False",
         f"then {history},m6 7",
     ]
 

@@ -188,14 +188,12 @@ def test_relations_have_no_database_constraint(session_id):
     assert Message.objects.get(session_id=session_id).session == record
 
 
-def test_relation_migration_changes_no_schema():
-    from importlib import import_module
+def test_the_relations_are_in_the_migration_state_without_database_constraints():
+    from django.db import connection
 
-    from django.db import migrations
-
-    (operation,) = import_module("agent_sessions.migrations.0007_session_relations").Migration.operations
-    assert isinstance(operation, migrations.SeparateDatabaseAndState)
-    assert operation.database_operations == []
+    with connection.cursor() as cursor:
+        constraints = connection.introspection.get_constraints(cursor, "assistant_messages")
+    assert not any(c["foreign_key"] for c in constraints.values())
     out = io.StringIO()
     call_command("makemigrations", "agent_sessions", "--check", "--dry-run", stdout=out)
     assert "No changes detected" in out.getvalue()

@@ -55,7 +55,7 @@ def test_postgres_state_is_read_from_the_server():
 
 @pytest.mark.postgres_only
 def test_postgres_without_the_session_search_index_warns():
-    """As left by migration 0012 without btree_gin: the words-only index, no (session_id, content_tsv) one."""
+    """As migrate leaves it without btree_gin: the words-only index, no (session_id, content_tsv) one."""
     from django.db import connection
 
     assert checks.check_search_session_index(databases=["default"]) == []

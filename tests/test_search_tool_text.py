@@ -8,17 +8,11 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from agent_sessions import SessionManager
+from agent_sessions.migrations._frozen import backfill_tool_text
 from agent_sessions.models import Message
 from agent_sessions.search import SNIPPET_START
-from agent_sessions.storage.search_schema import (
-    backfill_tool_text,
-    install_partial_trigram,
-    install_session_fts,
-    trigram_without_ascii_text,
-)
 from agent_sessions.types import tool_text
 from tests.conftest import msg, tool_msg
 from tests.support.search_docs import ids, search
@@ -121,42 +115,6 @@ def test_backfill_fills_rows_written_without_tool_text(session):
     with connection.cursor() as cursor:
         assert backfill_tool_text(cursor) >= 1
     assert ids(session.search("TimeoutError")) == {"t1"}
-
-
-@pytest.mark.django_db(transaction=True)
-def test_migration_backfills_and_reverses(session_id):
-    from agent_sessions import Session
-
-    session = Session.create().for_session(session_id)
-    session.append_message(failed_call())
-    session.append_message(msg("plain", text="plain words"))
-    # Only this migration is undone and redone, in place: later ones (the keys of 0010) stay,
-    # as they must on a hash-partitioned database, where 0010 cannot be undone.
-    executor = MigrationExecutor(connection)
-    key = ("agent_sessions", "0009_message_tool_text")
-    migration = executor.loader.graph.nodes[key]
-    after = executor.loader.project_state(key, at_end=True)
-    before = executor.loader.project_state(key, at_end=False)
-    executor.unapply_migration(after, migration)
-    try:
-        with connection.cursor() as cursor:
-            columns = [c.name for c in connection.introspection.get_table_description(cursor, "assistant_messages")]
-        assert "tool_text" not in columns
-        with connection.cursor() as cursor:  # the text-only index is back
-            if connection.vendor == "sqlite":
-                cursor.execute("SELECT count(*) FROM assistant_fts WHERE assistant_fts MATCH 'plain'")
-            else:
-                cursor.execute("SELECT count(*) FROM assistant_messages WHERE content_tsv @@ plainto_tsquery('plain')")
-            assert cursor.fetchone()[0] == 1
-    finally:
-        executor.apply_migration(before, migration)
-        # Redoing 0009 rebuilt its own indexes; the later migrations that reshaped them (still applied)
-        # redo theirs, so the tests after this one run on the schema `migrate` leaves.
-        with connection.schema_editor() as editor:
-            for reshape in (install_session_fts, install_partial_trigram, trigram_without_ascii_text):
-                reshape(None, editor)
-    assert ids(session.search("TimeoutError upstream")) == {"t1"}
-    assert ids(session.search("plain")) == {"plain"}
 
 
 def test_tool_text_is_bounded_and_skips_json_syntax(settings):

@@ -294,15 +294,6 @@ def test_registry_row_made_after_its_messages_starts_with_their_count(session_id
     assert count(session_id) == 3
 
 
-def test_migration_fills_counts_of_existing_rows(victim):
-    from importlib import import_module
-
-    SessionRecord.objects.filter(pk=victim).update(message_count=0)
-    with connection.cursor() as cursor:
-        cursor.execute(import_module("agent_sessions.migrations.0008_session_triggers").FILL_COUNT)
-    assert count(victim) == 3
-
-
 _PROBE = """
 import django; django.setup()
 from django.core.management import call_command

@@ -217,7 +217,7 @@ def _together(cursor, statements: list[tuple[str, list]], answer: int) -> tuple 
 
 class _AppendMode(enum.Enum):
     FUNCTION = "the append function"
-    UNSTAMPED_FUNCTION = "the append function without the stamp argument (before migration 0024)"
+    UNSTAMPED_FUNCTION = "the append function without the stamp argument (an older release's)"
     STATEMENT = "the statement, from the client (no function yet)"
     PARTITIONED = "the statement for a partitioned table, from the client (no function yet)"
 

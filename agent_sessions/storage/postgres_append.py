@@ -12,15 +12,14 @@ earlier append.  It counts its row on the session's registry row and sets the re
 ``updated_at`` stamp there when SessionManager passes one (:func:`body`).
 
 The body is generated here from :mod:`~agent_sessions.storage.appends`; a test holds the
-installed function equal to it, so a change of the append's SQL needs a migration that
-calls :func:`install_sql` again.
+function a fresh ``migrate`` installs equal to it, so a change of the append's SQL needs a
+new migration that installs the new body, written out in it.
 """
 
 from __future__ import annotations
 
 from .. import triggers
 from . import appends
-from .ddl import run_on_postgres
 from .postgres_plans import PLANNER_SETTINGS, PRELUDE, named, return_query
 
 NAME = "agent_sessions_append"
@@ -31,7 +30,7 @@ function and the client's statements (storage/postgres.py) take it with, so they
 
 # (name, type) of the function's arguments, in the order :func:`call_params` gives them.  The
 # last, the registry's stamp, defaults to null, so a call without it (from code that predates
-# it) still resolves; the older migrations install the function without it (``stamps=False``).
+# it) still resolves; older releases installed the function without it (``stamps=False``).
 _ARGS = (
     ("p_lock_key", "text"),
     ("p_id", "text"),
@@ -101,8 +100,8 @@ def _stamp() -> str:
 def body(*, counts: bool = True, stamps: bool = True) -> str:
     """The function's PL/pgSQL source (what ``pg_proc.prosrc`` holds once installed); ``counts=False``:
     the oldest version, which leaves the count to the insert trigger; ``stamps=False``: without the
-    registry's stamp (``p_stamp``).  Older migrations install those versions, so that a database
-    stopped at any of them gets the function its schema expects.
+    registry's stamp (``p_stamp``): the versions older releases installed, which a database not yet
+    migrated may still have (tests install them to hold the code working with them).
 
     With a stamp, the count's own update of the registry row sets ``updated_at`` to it; an id
     already stored (a repeated append) is stamped all the same, as :data:`appends.STAMP` does
@@ -155,37 +154,6 @@ def install_sql(*, counts: bool = True, stamps: bool = True) -> list[str]:
         f"LANGUAGE plpgsql VOLATILE {settings} "
         f"AS $agent_sessions_append${body(counts=counts, stamps=stamps)}$agent_sessions_append$",
     ]
-
-
-UNINSTALL = [f"DROP FUNCTION IF EXISTS {SIGNATURE}", f"DROP FUNCTION IF EXISTS {UNSTAMPED_SIGNATURE}"]
-
-
-def reinstall(apps, schema_editor) -> None:
-    """A migration's step (``RunPython``) that installs the current function from this code, on Postgres:
-    for each change of the append's SQL (the signature stays)."""
-    _install(schema_editor, counts=True, stamps=True)
-
-
-def reinstall_unstamped(apps, schema_editor) -> None:
-    """:func:`reinstall` without the stamp argument, for the migrations that predate it (and the reverse
-    of the one that adds it)."""
-    _install(schema_editor, counts=True, stamps=False)
-
-
-def reinstall_uncounted(apps, schema_editor) -> None:
-    """:func:`reinstall` without the count or the stamp, for the migrations that predate the count (and
-    the reverse of the one that adds it): the insert trigger counts the rows there, so a database
-    stopped at any of them counts each row once."""
-    _install(schema_editor, counts=False, stamps=False)
-
-
-def uninstall(apps, schema_editor) -> None:
-    """The reverse of the migration that first installs the function: drop it (Postgres)."""
-    run_on_postgres(schema_editor, UNINSTALL)
-
-
-def _install(schema_editor, *, counts: bool, stamps: bool) -> None:
-    run_on_postgres(schema_editor, install_sql(counts=counts, stamps=stamps))
 
 
 def call_params(lock_key: str, values: list, parent: str | None, *, auto: bool, stamp: object = None) -> list:

@@ -20,7 +20,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import range_reads, walks
-from .ddl import run_on_postgres
 from .postgres_plans import PLANNER_SETTINGS, PRELUDE, loop_over, return_query
 
 
@@ -166,33 +165,3 @@ PATH = ReadFunction(
     ),
 )
 """``get_history``'s range read; arguments: the session, the leaf (None: the latest)."""
-
-
-def install_recent(apps, schema_editor) -> None:
-    """A migration's step (``RunPython``): install ``agent_sessions_recent`` from this code, on Postgres."""
-    run_on_postgres(schema_editor, RECENT.install_sql())
-
-
-def uninstall_recent(apps, schema_editor) -> None:
-    """:func:`install_recent`'s reverse: drop it (reads then send the statement)."""
-    run_on_postgres(schema_editor, RECENT.uninstall_sql())
-
-
-def install_window(apps, schema_editor) -> None:
-    """A migration's step (``RunPython``): install ``agent_sessions_window`` from this code, on Postgres."""
-    run_on_postgres(schema_editor, WINDOW.install_sql())
-
-
-def uninstall_window(apps, schema_editor) -> None:
-    """:func:`install_window`'s reverse: drop it (a window's first read then reads on)."""
-    run_on_postgres(schema_editor, WINDOW.uninstall_sql())
-
-
-def install_path(apps, schema_editor) -> None:
-    """A migration's step (``RunPython``): install ``agent_sessions_path`` from this code, on Postgres."""
-    run_on_postgres(schema_editor, PATH.install_sql())
-
-
-def uninstall_path(apps, schema_editor) -> None:
-    """:func:`install_path`'s reverse: drop it (reads then send the statement)."""
-    run_on_postgres(schema_editor, PATH.uninstall_sql())
