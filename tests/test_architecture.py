@@ -7,6 +7,7 @@ Every ``import`` in ``agent_sessions/`` counts, at module level or inside a func
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -170,3 +171,120 @@ def test_the_check_sees_an_upward_import_and_an_unlisted_module(tmp_path):
     assert layer_of("manager") > layer_of("search.probe")
     with pytest.raises(AssertionError, match="is in no layer"):
         layer_of("brand_new_module")
+
+
+# ── SQL lives behind the storage backends ────────────────────────────────────
+
+# Where SQL may be written: the storage and search backends, the trigger definitions, the migrations.
+SQL_HOMES = ("storage/", "search/", "migrations/", "triggers.py")
+# Modules outside those that still hold SQL, each with the reason.  Keep it empty but for these.
+SQL_ALLOWED = {
+    "schema.py",  # migration operations; being folded into the frozen migrations (issue 51, item 2)
+}
+_SQL_STATEMENTS = [
+    re.compile(pattern, re.IGNORECASE | re.DOTALL)
+    for pattern in (
+        r"\bSELECT\b.+\bFROM\b",
+        r"\bINSERT\s+(OR\s+\w+\s+)?INTO\b",
+        r"\bUPDATE\s+\S+\s+SET\b",
+        r"\bDELETE\s+FROM\b",
+        r"\b(CREATE|DROP|ALTER)\s+(OR\s+REPLACE\s+|UNIQUE\s+|TEMP\w*\s+|VIRTUAL\s+)*"
+        r"(TABLE|INDEX|TRIGGER|VIEW|FUNCTION|EXTENSION|SCHEMA|SEQUENCE|TYPE|PROCEDURE)\b",
+        r"\bWITH\s+RECURSIVE\b",
+        r"^\s*(PRAGMA|SAVEPOINT|LOCK\s+TABLE|VACUUM|TRUNCATE|COPY)\b",
+    )
+]
+# Calls that run SQL text: ``Model.objects.raw(...)``, ``RawSQL(...)``, ``.extra(...)`` and a cursor's execute.
+_RAW_CALLS = {"raw", "extra", "RawSQL"}
+_CURSOR_CALLS = {"execute", "executemany", "executescript"}
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found
+
+
+def _cursor_names(tree: ast.AST) -> set[str]:
+    """Names bound to ``<something>.cursor()``: ``with c.cursor() as cur`` and ``cur = c.cursor()``."""
+
+    def is_cursor(value: ast.AST | None) -> bool:
+        return isinstance(value, ast.Call) and getattr(value.func, "attr", "") == "cursor"
+
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.withitem) and is_cursor(node.context_expr) and node.optional_vars is not None:
+            names.add(ast.unparse(node.optional_vars))
+        elif isinstance(node, ast.Assign) and is_cursor(node.value):
+            names.update(ast.unparse(target) for target in node.targets)
+    return names
+
+
+def sql_in(source: str) -> list[tuple[int, str]]:
+    """(line, excerpt) of each SQL statement in a module's string literals and f-strings, and of each call
+    that runs SQL text (docstrings are prose and are skipped)."""
+    tree = ast.parse(source)
+    docs = _docstrings(tree)
+    in_fstring = {id(value) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for value in node.values}
+    cursors = _cursor_names(tree)
+    found = []
+    for node in ast.walk(tree):
+        text = None
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs | in_fstring:
+            text = node.value
+        elif isinstance(node, ast.JoinedStr):
+            text = "".join(v.value if isinstance(v, ast.Constant) else "?" for v in node.values)
+        elif isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            receiver = ast.unparse(func.value) if isinstance(func, ast.Attribute) else ""
+            if name in _RAW_CALLS or (name in _CURSOR_CALLS and ("cursor" in receiver.lower() or receiver in cursors)):
+                found.append((node.lineno, ast.unparse(node)[:80]))
+        if text is not None and any(pattern.search(text) for pattern in _SQL_STATEMENTS):
+            found.append((node.lineno, text[:80]))
+    return found
+
+
+def test_sql_stays_in_the_storage_backends():
+    """The facade, API, admin, manager, checks and querysets call the storage layer; none writes SQL."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE).as_posix()
+        if relative.startswith(SQL_HOMES) or relative in SQL_ALLOWED:
+            continue
+        found.extend(f"agent_sessions/{relative}:{line}: {text!r}" for line, text in sql_in(path.read_text()))
+    assert not found, "SQL outside storage/, search/, triggers.py, migrations/:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'SQL = "SELECT end_reason FROM assistant_sessions WHERE id = %s"',
+        'def f(t):\n    return f"DELETE FROM {t} WHERE id = %s"',
+        'X = ("UPDATE assistant_sessions "\n     "SET updated_at = %s")',
+        'X = "CREATE EXTENSION IF NOT EXISTS pg_trgm"',
+        'X = "WITH RECURSIVE path(seq) AS (SELECT 1) SELECT seq FROM path"',
+        "def f(cursor, q):\n    cursor.execute(q)",
+        "def f(c, q):\n    with c.cursor() as cur:\n        cur.execute(q)",
+        "def f(q):\n    return Message.objects.raw(q)",
+    ],
+)
+def test_the_sql_check_sees_sql(source):
+    assert sql_in(source)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        '"""Select the rows from the session and update the set of leaves."""',
+        'X = "Delete messages from a session"',
+        "def f(tool, a):\n    return tool.execute(**a)",
+        'X = "the selected block, from its provider"',
+    ],
+)
+def test_the_sql_check_leaves_prose_alone(source):
+    assert not sql_in(source)
