@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 from django.db import connections
 from django.db.models import Model
@@ -66,6 +67,7 @@ def _lookup(alias: str, user_model: type[Model]) -> KeyLookup:
     return KeyLookup(alias, user_model)
 
 
-def candidates(alias: str, user_model: type[Model], prefix: str) -> list[ApiKey]:
-    """Unrevoked keys on ``alias`` whose token starts with ``prefix``, each with its owner loaded."""
+def candidates(alias: str, user_model: Any, prefix: str) -> list[ApiKey]:
+    """Unrevoked keys on ``alias`` whose token starts with ``prefix``, each with its owner (an instance
+    of ``user_model``, the project's user model) loaded."""
     return _lookup(alias, user_model)(prefix)
