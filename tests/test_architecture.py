@@ -288,3 +288,83 @@ def test_the_sql_check_sees_sql(source):
 )
 def test_the_sql_check_leaves_prose_alone(source):
     assert not sql_in(source)
+
+
+# ── no import cycles, module by module ───────────────────────────────────────
+
+
+def import_cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (each group holds a cycle), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(edges.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return sorted(groups)
+
+
+def test_modules_have_no_import_cycles():
+    """No two modules of agent_sessions import each other, directly or through others (imports inside
+    functions count; ``if TYPE_CHECKING:`` ones do not).  A part that needs its owner gets it, or a
+    protocol of it, through its constructor."""
+    edges: dict[str, set[str]] = {}
+    for path in _sources():
+        module = module_name(path)
+        edges.setdefault(module, set()).update(t for _, t in imports_of(path) if t != module)
+    assert not import_cycles(edges), import_cycles(edges)
+
+
+def test_the_cycle_check_sees_a_lazy_cycle(tmp_path):
+    (tmp_path / "a.py").write_text("from .b import later\n")
+    (tmp_path / "b.py").write_text("def later():\n    from .a import thing\n")
+    (tmp_path / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import thing\n")
+    edges = {
+        name: {t for _, t in imports_of(tmp_path / f"{name.rpartition('.')[2]}.py", module=name)}
+        for name in ("pkg.a", "pkg.b", "pkg.c")
+    }
+    assert import_cycles(edges) == [["pkg.a", "pkg.b"]]
+
+
+# ── the session facade does not tell storages apart ─────────────────────────
+
+STORAGE_CLASSES = {"DjangoSessionProvider", "ProviderBackend", "SessionProvider", "SessionBackend"}
+
+
+def test_nothing_above_storage_branches_on_the_storage_class():
+    """The facade and everything above it call the SessionBackend; only ``backend_for`` (storage/) picks one."""
+    found = []
+    for path in _sources():
+        relative = path.relative_to(PACKAGE).as_posix()
+        if relative.startswith("storage/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") in {"isinstance", "issubclass"}:
+                named = {getattr(n, "id", getattr(n, "attr", "")) for n in ast.walk(node.args[1])}
+                if named & STORAGE_CLASSES:
+                    found.append(f"agent_sessions/{relative}:{node.lineno}: {ast.unparse(node)}")
+    assert not found, "\n".join(found)
