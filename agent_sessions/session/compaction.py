@@ -117,6 +117,11 @@ class _Plan:
 class SessionCompaction:
     """Overlays, ``compact()`` and the auto-compaction check of one session.
 
+    The facade's part, not a second public API: ``add_compaction``, ``get_compactions``,
+    ``compact``, ``acompact`` and the builder setters are what the ``Session`` methods of those
+    names delegate to; use the ``Session``'s.  Its own seam is the runner's (``over_threshold``,
+    ``compact_held``, ``report_error``, ``database``).
+
     Depends on the session's storage backend, on its context part (the system prompt
     counts towards the threshold and is refreshed after a compaction) and on a
     :class:`CompactionRunner`, to which it hands ``session`` (the facade it is part of).
