@@ -42,23 +42,11 @@ def database_engines() -> dict[str, str]:
     return {alias: str(db.get("ENGINE", "")) for alias, db in database_settings().items()}
 
 
-def _sqlite_accepts(sql: str) -> bool:
-    """Whether a scratch in-memory SQLite database runs ``sql`` without an OperationalError."""
-    import sqlite3
-
-    probe = sqlite3.connect(":memory:")
-    try:
-        probe.execute(sql)
-        return True
-    except sqlite3.OperationalError:
-        return False
-    finally:
-        probe.close()
-
-
 def sqlite_has_fts5() -> bool:
     """Whether the SQLite library Python links against was built with FTS5."""
-    return _sqlite_accepts("CREATE VIRTUAL TABLE fts5_probe USING fts5(x)")
+    from .storage import sqlite
+
+    return sqlite.has_fts5()
 
 
 @checks.register()
@@ -189,26 +177,24 @@ def sqlite_has_trigram() -> bool | None:
     """Whether SQLite's FTS5 has the ``trigram`` tokenizer (3.34+); None without FTS5 (see E010)."""
     if not sqlite_has_fts5():
         return None
-    return _sqlite_accepts("CREATE VIRTUAL TABLE trigram_probe USING fts5(x, tokenize='trigram')")
+    from .storage import sqlite
+
+    return sqlite.has_trigram()
 
 
 def _pg_trgm_state(alias: str) -> tuple[bool, bool, bool]:
     """``(installed, available, creatable)`` for pg_trgm on a Postgres alias."""
-    with connections[alias].cursor() as cursor:
-        cursor.execute(
-            "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'), "
-            "EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'pg_trgm'), "
-            "(SELECT rolsuper FROM pg_roles WHERE rolname = current_user) "
-            "OR has_database_privilege(current_database(), 'CREATE')"
-        )
-        installed, available, creatable = cursor.fetchone()
-    return bool(installed), bool(available), bool(creatable)
+    from .storage import postgres
+
+    return postgres.pg_trgm_state(alias)
 
 
 @checks.register(checks.Tags.database)
 def check_search_trigram(app_configs=None, databases=None, **kwargs):
     """CJK search needs a trigram index: FTS5's ``trigram`` tokenizer, or Postgres' pg_trgm."""
     from django.db import DatabaseError
+
+    from .storage.postgres import PG_TRGM_INSTALL
 
     errors = []
     for alias in databases or []:
@@ -245,29 +231,12 @@ def check_search_trigram(app_configs=None, databases=None, **kwargs):
                     checks.Error(
                         f"PostgreSQL database '{alias}': the current user may not create the pg_trgm extension "
                         "that migrate needs.",
-                        hint="Have an administrator run `CREATE EXTENSION IF NOT EXISTS pg_trgm;` in that "
+                        hint=f"Have an administrator run `{PG_TRGM_INSTALL};` in that "
                         "database once, or grant CREATE on it to this user.",
                         id="agent_sessions.E022",
                     )
                 )
     return errors
-
-
-def _session_fts_missing(alias: str) -> bool:
-    """The migrations ran on this Postgres alias (0012 of the old chain, or the squash that replaces it)
-    but left out the (session_id, content_tsv) index."""
-    with connections[alias].cursor() as cursor:
-        cursor.execute(
-            "SELECT to_regclass('django_migrations') IS NOT NULL AND to_regclass('assistant_messages') IS NOT NULL "
-            "AND to_regclass('idx_assistant_msg_session_fts') IS NULL"
-        )
-        if not cursor.fetchone()[0]:
-            return False
-        cursor.execute(
-            "SELECT EXISTS (SELECT 1 FROM django_migrations WHERE app = 'agent_sessions' AND name IN (%s, %s))",
-            ["0012_search_session_fts", "0001_squashed_0028_context_owner"],
-        )
-        return bool(cursor.fetchone()[0])
 
 
 @checks.register(checks.Tags.database)
@@ -276,14 +245,14 @@ def check_search_session_index(app_configs=None, databases=None, **kwargs):
     (keeping the slower words-only index) where btree_gin cannot be created."""
     from django.db import DatabaseError
 
-    from .storage.postgres import SESSION_FTS_INSTALL
+    from .storage.postgres import SESSION_FTS_INSTALL, session_fts_missing
 
     warnings = []
     for alias in databases or []:
         if connections[alias].vendor != "postgresql":
             continue
         try:
-            missing = _session_fts_missing(alias)
+            missing = session_fts_missing(alias)
         except DatabaseError:
             continue  # unreachable: other checks and migrate say so
         if missing:

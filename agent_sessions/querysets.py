@@ -145,11 +145,8 @@ class MessageQuerySet(models.QuerySet):
             raise ValueError("path() walks one session: call for_session(session_id) first")
         if leaf_id is not None and (not isinstance(leaf_id, str) or "\x00" in leaf_id):
             raise ValueError("leaf_id must be a string without NUL characters")
-        walk, params = walks.walk(connections[self.db].vendor, session_id, leaf_id)
+        first_seen, params = walks.first_seen_path(connections[self.db].vendor, session_id, leaf_id)
         clone = self._chain()
-        # Each row once, at its first distance from the leaf: on a parent cycle (the walk goes
-        # round until its bound) that is the path up to the first repeated row.
-        first_seen = walk + "SELECT seq, min(n) AS n FROM path GROUP BY seq"
         alias = self._join(clone, "agent_sessions_path", first_seen, params)
         return clone.order_by(JoinedColumn(alias, "n", models.IntegerField()).desc())
 

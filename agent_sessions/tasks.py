@@ -42,7 +42,6 @@ from django.utils import timezone
 from . import conf, leases, registry, text
 from .exceptions import EnqueueTimeout, SummarizerError, TransientCompactionError
 from .models import CompactionJob
-from .storage.orm import DjangoSessionProvider
 
 __all__ = [
     "CeleryCompactionRunner",
@@ -84,10 +83,15 @@ def _jobs(using: str | None):
     return leases.jobs(using)
 
 
+def _database(session: Any) -> str | None:
+    """The database of a session's ORM storage (``session.compaction.database``); None for a custom storage."""
+    return getattr(getattr(session, "compaction", None), "database", None)
+
+
 def session_alias(session: Any) -> str:
     """Where a session's job row lives: its ORM storage's database, else the router's choice."""
-    storage = getattr(session, "storage", None)
-    return storage.using if isinstance(storage, DjangoSessionProvider) else _alias(None)
+    database = _database(session)
+    return database if database is not None else _alias(None)
 
 
 def _ensure_row(session_id: str, using: str | None, **defaults: Any) -> None:
@@ -178,7 +182,7 @@ def manual_lease(session: Any) -> Iterator[ManualRun]:
     ORM sessions take the job row's lease (the one the Celery task takes, heartbeat included)
     and record the outcome; custom storages take the process-local lock.
     """
-    if not isinstance(session.storage, DjangoSessionProvider):
+    if _database(session) is None:
         lock = _local_lock(session)
         if not lock.acquire(blocking=False):
             yield ManualRun(False)
@@ -211,7 +215,7 @@ def compact_inline(session: Any, leaf_id: str | None = None) -> dict:
     process-local lock.  Inside an atomic block the run gets a savepoint, so a database
     error cannot break the caller's transaction.
     """
-    if not isinstance(session.storage, DjangoSessionProvider):
+    if _database(session) is None:
         return _compact_with_local_lock(session, leaf_id)
     alias = session_alias(session)
     guard = transaction.atomic(using=alias) if connections[alias].in_atomic_block else nullcontext()

@@ -11,11 +11,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from agent_sessions.api import access
-from agent_sessions.manager import rows
 from agent_sessions.models import Message, SessionRecord
 from agent_sessions.search.plan import MESSAGES
-from agent_sessions.storage import appends
+from agent_sessions.storage import appends, session_rows
 from tests.support.api import ui
 
 pytestmark = pytest.mark.django_db
@@ -94,11 +92,11 @@ def test_staff_pass_the_owner_check_of_any_session(staff_api, chat):
 def test_written_out_statements_name_the_models_tables():
     """The owner check, the existence check and the touch are plain SQL: they follow the models' tables."""
     sessions, messages = SessionRecord._meta.db_table, Message._meta.db_table
-    assert f"FROM {sessions} " in access._SESSION_STATE
-    assert f"FROM {messages} " in access._MESSAGE_EXISTS
+    assert f"FROM {sessions} " in session_rows.SESSION_STATE
+    assert f"FROM {messages} " in session_rows.MESSAGE_EXISTS
     assert "FROM assistant_sessions WHERE owner_id = %s" in MESSAGES.owned_scopes
     assert sessions == "assistant_sessions"
-    assert rows._TOUCH.startswith(f"UPDATE {sessions} ")
+    assert session_rows.TOUCH.startswith(f"UPDATE {sessions} ")
     assert appends.STAMP.startswith(f"UPDATE {sessions} ")
     assert f"FROM {messages} " in appends.STAMP
     columns = {f.column for f in SessionRecord._meta.fields}

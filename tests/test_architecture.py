@@ -89,10 +89,13 @@ def _type_checking_lines(tree: ast.AST) -> set[int]:
     return lines
 
 
-def imports_of(path: Path, module: str | None = None, *, seams: bool = False) -> list[tuple[int, str]]:
+def imports_of(
+    path: Path, module: str | None = None, *, seams: bool = False, mentions: bool = True
+) -> list[tuple[int, str]]:
     """(line, imported module relative to the package) for every import of agent_sessions code.
 
-    Imports by name included; the :data:`DECLARED_SEAMS` only with ``seams=True``.
+    Imports by name included; the :data:`DECLARED_SEAMS` only with ``seams=True``; a dotted path
+    in any other string (a setting's default, a name that reads like a module) unless ``mentions=False``.
     """
     module = module_name(path) if module is None else module
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
@@ -120,7 +123,7 @@ def imports_of(path: Path, module: str | None = None, *, seams: bool = False) ->
         elif isinstance(node, ast.Import):
             names = [alias.name for alias in node.names if alias.name.startswith("agent_sessions")]
             found.extend((node.lineno, name.removeprefix("agent_sessions").lstrip(".")) for name in names)
-    found.extend(named_imports(tree, package, exempt))
+    found.extend(named_imports(tree, package, exempt, mentions=mentions))
     if not seams:
         found = [(line, target) for line, target in found if (module, target) not in DECLARED_SEAMS]
     return found
@@ -140,8 +143,8 @@ def _module_at(dotted: str) -> str | None:
     return None
 
 
-def named_imports(tree: ast.AST, package: str, exempt: set[int]) -> list[tuple[int, str]]:
-    """Modules of the package named by a string: the argument of a dynamic import, or any dotted path."""
+def named_imports(tree: ast.AST, package: str, exempt: set[int], *, mentions: bool = True) -> list[tuple[int, str]]:
+    """Modules of the package named by a string: the argument of a dynamic import, or (``mentions``) any dotted path."""
     prose = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}  # docstrings
     found = []
     for node in ast.walk(tree):
@@ -157,7 +160,11 @@ def named_imports(tree: ast.AST, package: str, exempt: set[int]) -> list[tuple[i
                 target = _module_at(".".join([*base, name.lstrip(".")]).strip("."))
                 if target:
                     found.append((node.lineno, target))
-        is_text = isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in prose
+            elif callee in DYNAMIC_IMPORTERS and isinstance(name, str) and DOTTED_PATH.fullmatch(name):
+                target = _module_at(name.removeprefix("agent_sessions."))
+                if target:
+                    found.append((node.lineno, target))
+        is_text = mentions and isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in prose
         if is_text and DOTTED_PATH.fullmatch(node.value):
             target = _module_at(node.value.removeprefix("agent_sessions."))
             if target:
@@ -238,8 +245,10 @@ def test_the_check_sees_imports_by_name(tmp_path):
         "    __import__('agent_sessions.management')\n"
         "    return 'agent_sessions.W001', 'not agent_sessions.manager'\n"
     )
-    targets = sorted(t for _, t in imports_of(probe, module="search.probe"))
+    targets = sorted({t for _, t in imports_of(probe, module="search.probe")})
     assert targets == ["admin.hooks", "api.config", "convert", "management", "tasks"]
+    imported = sorted({t for _, t in imports_of(probe, module="search.probe", mentions=False)})
+    assert imported == ["admin.hooks", "api.config", "convert", "management"]  # the RUNNER string is no import
 
 
 def test_declared_seams_exist_and_point_up():
@@ -248,3 +257,199 @@ def test_declared_seams_exist_and_point_up():
     for (module, target), reason in DECLARED_SEAMS.items():
         assert (module, target) in named, f"{module} no longer names {target}: remove the seam ({reason})"
         assert layer_of(target) > layer_of(module), (module, target)
+
+
+# ── SQL lives behind the storage backends ────────────────────────────────────
+
+# Where SQL may be written: the storage and search backends, the trigger definitions, the migrations.
+SQL_HOMES = ("storage/", "search/", "migrations/", "triggers.py")
+# Modules outside those that may hold SQL anyway, each with the reason (none today).
+SQL_ALLOWED: set[str] = set()
+_SQL_STATEMENTS = [
+    re.compile(pattern, re.IGNORECASE | re.DOTALL)
+    for pattern in (
+        r"\bSELECT\b.+\bFROM\b",
+        r"\bINSERT\s+(OR\s+\w+\s+)?INTO\b",
+        r"\bUPDATE\s+\S+\s+SET\b",
+        r"\bDELETE\s+FROM\b",
+        r"\b(CREATE|DROP|ALTER)\s+(OR\s+REPLACE\s+|UNIQUE\s+|TEMP\w*\s+|VIRTUAL\s+)*"
+        r"(TABLE|INDEX|TRIGGER|VIEW|FUNCTION|EXTENSION|SCHEMA|SEQUENCE|TYPE|PROCEDURE)\b",
+        r"\bWITH\s+RECURSIVE\b",
+        r"^\s*(PRAGMA|SAVEPOINT|LOCK\s+TABLE|VACUUM|TRUNCATE|COPY)\b",
+    )
+]
+# Calls that run SQL text: ``Model.objects.raw(...)``, ``RawSQL(...)``, ``.extra(...)`` and a cursor's execute.
+_RAW_CALLS = {"raw", "extra", "RawSQL"}
+_CURSOR_CALLS = {"execute", "executemany", "executescript"}
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found
+
+
+def _cursor_names(tree: ast.AST) -> set[str]:
+    """Names bound to ``<something>.cursor()``: ``with c.cursor() as cur`` and ``cur = c.cursor()``."""
+
+    def is_cursor(value: ast.AST | None) -> bool:
+        return isinstance(value, ast.Call) and getattr(value.func, "attr", "") == "cursor"
+
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.withitem) and is_cursor(node.context_expr) and node.optional_vars is not None:
+            names.add(ast.unparse(node.optional_vars))
+        elif isinstance(node, ast.Assign) and is_cursor(node.value):
+            names.update(ast.unparse(target) for target in node.targets)
+    return names
+
+
+def sql_in(source: str) -> list[tuple[int, str]]:
+    """(line, excerpt) of each SQL statement in a module's string literals and f-strings, and of each call
+    that runs SQL text (docstrings are prose and are skipped)."""
+    tree = ast.parse(source)
+    docs = _docstrings(tree)
+    in_fstring = {id(value) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for value in node.values}
+    cursors = _cursor_names(tree)
+    found = []
+    for node in ast.walk(tree):
+        text = None
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs | in_fstring:
+            text = node.value
+        elif isinstance(node, ast.JoinedStr):
+            text = "".join(v.value if isinstance(v, ast.Constant) else "?" for v in node.values)
+        elif isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            receiver = ast.unparse(func.value) if isinstance(func, ast.Attribute) else ""
+            if name in _RAW_CALLS or (name in _CURSOR_CALLS and ("cursor" in receiver.lower() or receiver in cursors)):
+                found.append((node.lineno, ast.unparse(node)[:80]))
+        if text is not None and any(pattern.search(text) for pattern in _SQL_STATEMENTS):
+            found.append((node.lineno, text[:80]))
+    return found
+
+
+def test_sql_stays_in_the_storage_backends():
+    """The facade, API, admin, manager, checks and querysets call the storage layer; none writes SQL."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE).as_posix()
+        if relative.startswith(SQL_HOMES) or relative in SQL_ALLOWED:
+            continue
+        found.extend(f"agent_sessions/{relative}:{line}: {text!r}" for line, text in sql_in(path.read_text()))
+    assert not found, "SQL outside storage/, search/, triggers.py, migrations/:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'SQL = "SELECT end_reason FROM assistant_sessions WHERE id = %s"',
+        'def f(t):\n    return f"DELETE FROM {t} WHERE id = %s"',
+        'X = ("UPDATE assistant_sessions "\n     "SET updated_at = %s")',
+        'X = "CREATE EXTENSION IF NOT EXISTS pg_trgm"',
+        'X = "WITH RECURSIVE path(seq) AS (SELECT 1) SELECT seq FROM path"',
+        "def f(cursor, q):\n    cursor.execute(q)",
+        "def f(c, q):\n    with c.cursor() as cur:\n        cur.execute(q)",
+        "def f(q):\n    return Message.objects.raw(q)",
+    ],
+)
+def test_the_sql_check_sees_sql(source):
+    assert sql_in(source)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        '"""Select the rows from the session and update the set of leaves."""',
+        'X = "Delete messages from a session"',
+        "def f(tool, a):\n    return tool.execute(**a)",
+        'X = "the selected block, from its provider"',
+    ],
+)
+def test_the_sql_check_leaves_prose_alone(source):
+    assert not sql_in(source)
+
+
+# ── no import cycles, module by module ───────────────────────────────────────
+
+
+def import_cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (each group holds a cycle), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(edges.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return sorted(groups)
+
+
+def test_modules_have_no_import_cycles():
+    """No two modules of agent_sessions import each other, directly or through others (imports inside
+    functions count; ``if TYPE_CHECKING:`` ones do not).  A part that needs its owner gets it, or a
+    protocol of it, through its constructor."""
+    edges: dict[str, set[str]] = {}
+    for path in _sources():
+        module = module_name(path)
+        # A dotted string is not an import here (the API's configuration is *named* "agent_sessions.api").
+        edges.setdefault(module, set()).update(t for _, t in imports_of(path, mentions=False) if t != module)
+    assert not import_cycles(edges), import_cycles(edges)
+
+
+def test_the_cycle_check_sees_a_lazy_cycle(tmp_path):
+    (tmp_path / "a.py").write_text("from .b import later\n")
+    (tmp_path / "b.py").write_text("def later():\n    from .a import thing\n")
+    (tmp_path / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import thing\n")
+    edges = {
+        name: {t for _, t in imports_of(tmp_path / f"{name.rpartition('.')[2]}.py", module=name)}
+        for name in ("pkg.a", "pkg.b", "pkg.c")
+    }
+    assert import_cycles(edges) == [["pkg.a", "pkg.b"]]
+
+
+# ── the session facade does not tell storages apart ─────────────────────────
+
+STORAGE_CLASSES = {"DjangoSessionProvider", "ProviderBackend", "SessionProvider", "SessionBackend"}
+
+
+def test_nothing_above_storage_branches_on_the_storage_class():
+    """The facade and everything above it call the SessionBackend; only ``backend_for`` (storage/) picks one."""
+    found = []
+    for path in _sources():
+        relative = path.relative_to(PACKAGE).as_posix()
+        if relative.startswith("storage/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") in {"isinstance", "issubclass"}:
+                named = {getattr(n, "id", getattr(n, "attr", "")) for n in ast.walk(node.args[1])}
+                if named & STORAGE_CLASSES:
+                    found.append(f"agent_sessions/{relative}:{node.lineno}: {ast.unparse(node)}")
+    assert not found, "\n".join(found)

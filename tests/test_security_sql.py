@@ -108,11 +108,12 @@ ALLOWED: dict[str, dict[str, str]] = {
         "q(rank_params)": "the tsquery: plainto/phraseto_tsquery(%s::regconfig, %s) calls and tsquery operators",
         "q(headline_params)": "the tsquery: plainto/phraseto_tsquery(%s::regconfig, %s) calls and tsquery operators",
     },
-    "querysets.py": {"walk": "storage.walks.walk(): path_cte() (module constants)"},
+    "checks.py": {"PG_TRGM_INSTALL": "module constant (storage.postgres), shown in a hint, never run"},
     "search/query.py": {},
     "search/snippet.py": {},
     "search/plan.py": {"target.table": TARGET, "condition": FRAGMENT, "' AND '.join(inner)": FRAGMENT},
     "storage/walks.py": {
+        "sql": "walk(): path_cte() (module constants)",
         "_NEWEST_ARM": "module constant: the latest leaf's first arm",
         "LATEST_LEAF": "module constant",
         "_CHILDLESS.format(t='w')": "module constant + code-literal alias",
@@ -129,7 +130,7 @@ ALLOWED: dict[str, dict[str, str]] = {
         "NEWEST_LEAF_SEQ": "module constant (storage.walks)",
         "SESSION_RANGE.format(t='m.')": "module constant (storage.walks) + code-literal alias",
     },
-    "api/auth.py": {
+    "storage/api_keys.py": {
         "select": "quoted column names of the ApiKey and user models' concrete fields",
         "quote(ApiKey._meta.db_table)": "a model's table name, quoted",
         "quote(user_model._meta.db_table)": "a model's table name, quoted",

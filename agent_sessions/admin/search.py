@@ -8,7 +8,7 @@ ORM filters.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from django.contrib import admin, messages
 from django.db import connections
@@ -16,11 +16,10 @@ from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 from django.utils.text import smart_split
 
-from .. import conf
 from ..exceptions import AgentSessionsError, SearchTooComplex
-from ..search import cost, fts5, tsquery
-from ..search.args import as_query, query_terms, scan_rows
-from ..search.plan import MESSAGES, Filters
+from ..search import cost
+from ..search.args import as_query, query_terms
+from ..storage import backends
 
 MATCH_CAP = 10_000
 """Most matching messages one admin search considers; beyond it the page says "more than"."""
@@ -57,15 +56,6 @@ class Matches:
         return Q(session_id__in={session_id for session_id, _ in self.keys}, pk__in=self.seqs)
 
 
-def _compile(cursor, vendor: str, query, session_id: str | None, limit: int) -> tuple[str, list]:
-    """The storage's own search SQL, selecting just ``id, session_id`` of each hit (no snippets)."""
-    target = replace(MESSAGES, columns=("id", "session_id", "seq"))
-    filters = Filters(scope=session_id, limit=limit, snippets=False, scan_rows=scan_rows())
-    if vendor == "postgresql":
-        return tsquery.compile_query(query, target, filters, conf.pg_text_search_config())
-    return fts5.compile_query(cursor, query, target, filters)
-
-
 def matches(search_term: str, *, using: str, session_id: str | None = None, cap: int | None = None) -> Matches:
     """Every message matching ``search_term`` (in one session, or all), found by the storage's own search SQL.
 
@@ -81,11 +71,8 @@ def matches(search_term: str, *, using: str, session_id: str | None = None, cap:
         return Matches(valid=False)
     if not query:
         return Matches(valid=False)
-    connection = connections[using]
-    with connection.cursor() as cursor:
-        sql, params = _compile(cursor, connection.vendor, query, session_id, cap + 1)
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
+    with connections[using].cursor() as cursor:
+        rows = backends.for_alias(using).match_keys(cursor, query, session_id, cap + 1)
     keys = tuple((sid, mid) for mid, sid, *_ in rows[:cap])
     return Matches(keys, capped=len(rows) > cap, seqs=tuple(seq for _, _, seq, *_ in rows[:cap]))
 

@@ -4,21 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import connections
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from ..manager import SessionManager
 from ..manager.rows import LIST_ORDER
 from ..models import SessionRecord
+from ..storage import session_rows
 from .auth import is_staff
 from .config import get_manager
 from .errors import ApiError, not_found
-
-# The checks every session route runs, written out: the ORM's query compilation and model instantiation
-# cost several times the statement itself (tests/test_api_queries.py pins the tables these name).
-_SESSION_STATE = "SELECT end_reason FROM assistant_sessions WHERE id = %s"
-_MESSAGE_EXISTS = "SELECT 1 FROM assistant_messages WHERE session_id = %s AND id = %s"
 
 
 def caller(request: HttpRequest) -> Any:
@@ -50,18 +45,11 @@ def owned_record(
 
 def _end_reason(request: HttpRequest, session_id: str, manager: SessionManager) -> str | None:
     """The caller's session's ``end_reason`` (None while open), or a 404; one short statement."""
-    sql = _SESSION_STATE
-    params: list[Any] = [session_id]
     user = caller(request)
-    if not is_staff(user):
-        sql += " AND owner_id = %s"
-        params.append(user.pk)
-    with connections[manager.using].cursor() as cursor:
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
-    if row is None:
+    state = session_rows.session_state(manager.using, session_id, owner_id=None if is_staff(user) else user.pk)
+    if state is None:
         raise not_found("session")
-    return row[0]
+    return state.end_reason
 
 
 def owned_manager(request: HttpRequest, session_id: str) -> SessionManager:
@@ -90,9 +78,7 @@ def require_message(manager: SessionManager, session_id: str, message_id: str) -
 
 def message_exists(manager: SessionManager, session_id: str, message_id: str) -> bool:
     """Whether the session stores a message with that id (one indexed lookup)."""
-    with connections[manager.using].cursor() as cursor:
-        cursor.execute(_MESSAGE_EXISTS, [session_id, message_id])
-        return cursor.fetchone() is not None
+    return session_rows.message_exists(manager.using, session_id, message_id)
 
 
 def set_owner(request: HttpRequest, manager: SessionManager, session_id: str) -> SessionRecord:

@@ -17,7 +17,7 @@ from django.db.models.lookups import LessThanOrEqual
 from .. import conf, registry, text
 from ..exceptions import InvalidUsage, SessionNotFound
 from ..models import Compaction, CompactionJob, ContextBlockRecord, Message, SearchEntry, SessionRecord
-from ..storage import backends, owners
+from ..storage import backends, owners, session_rows
 from ..storage.owners import PROMPT_KEY
 from ..types import SessionInfo
 from . import clock
@@ -121,18 +121,11 @@ def fetch_or_raise(using: str, session_id: str) -> SessionRecord:
     return row
 
 
-_TOUCH = "UPDATE assistant_sessions SET updated_at = %s WHERE id = %s"
-
-
 def touch(using: str, session_id: str) -> None:
-    """Bump ``updated_at`` with the registry's clock (written out: the ORM's UPDATE compilation costs
-    more than the statement, and the API runs it on every write)."""
+    """Bump ``updated_at`` with the registry's clock (a written-out UPDATE: the API runs it on every write)."""
     if not text.storable(session_id):
         return
-    connection = connections[using]
-    stamp = connection.ops.adapt_datetimefield_value(clock.now())
-    with connection.cursor() as cursor:
-        cursor.execute(_TOUCH, [stamp, session_id])
+    session_rows.touch(using, session_id, clock.now())
 
 
 @contextmanager

@@ -48,6 +48,19 @@ def search_rows(
     return finish(cursor.fetchall(), query, target, filters)
 
 
+MATCH_KEYS = replace(MESSAGES, columns=("id", "session_id", "seq"))
+"""Messages as ``(id, session_id, seq)`` rows, no snippets: the keys of every hit."""
+
+
+def match_keys(cursor, compile_query: Compiler, query: Query, scope: str | None, limit: int) -> list[tuple]:
+    """``(id, session_id, seq)`` of up to ``limit`` messages matching ``query`` (in ``scope`` if given), best
+    first; ``query`` must be non-empty and checked against the cost limits."""
+    filters = Filters(scope=scope, limit=limit, snippets=False, scan_rows=args.scan_rows())
+    sql, params = compile_query(cursor, query, MATCH_KEYS, filters)
+    cursor.execute(sql, params)
+    return cursor.fetchall()
+
+
 RANKED_MESSAGES = replace(MESSAGES, columns=("seq",))
 """Messages as ``(seq, snippet, rank)`` rows: what a queryset joins to."""
 
@@ -97,6 +110,10 @@ class Searcher:
         return search_rows(
             cursor, self.compile_query, ENTRIES, terms, scope=label, limit=limit, offset=offset, snippets=snippets
         )
+
+    def match_keys(self, cursor, query: Query, scope: str | None, limit: int) -> list[tuple]:
+        """``(id, session_id, seq)`` of up to ``limit`` matches (see :func:`match_keys`)."""
+        return match_keys(cursor, self.compile_query, query, scope, limit)
 
     def ranked_messages(self, cursor, query: Query, scope: str | None) -> tuple[str, list]:
         """SQL of every matching message as ``seq, snippet, rank`` rows (see :func:`ranked_message_sql`)."""

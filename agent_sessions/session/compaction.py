@@ -8,8 +8,9 @@ ends are visible on that path in order, and stores one overlay.  An invalid rang
 nothing and returns ``None`` (the seed's behaviour), with a warning in the log.
 
 Auto-compaction (``compact_after``) estimates the visible history of the new leaf after
-every insert.  With the ORM storage and the built-in estimate that check does not read the
-history (``DjangoSessionProvider.visible_history_tokens``); a custom ``token_counter``
+every insert.  The storage's backend estimates it (``SessionBackend.history_tokens``): the ORM
+storage from its running totals without reading the history, a custom storage from the loaded
+history; a custom ``token_counter``
 receives the messages, so it necessarily loads the history.  Where the compaction then
 runs is the :class:`CompactionRunner`'s business (a setting; the default one runs Celery
 tasks for named configurations and compacts inline otherwise); failures never fail the append.
@@ -24,7 +25,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from asgiref.sync import sync_to_async
 from django.utils.module_loading import import_string
@@ -33,13 +34,10 @@ from .. import conf, text
 from ..asyncutils import acall, call
 from ..compaction import CompactContext
 from ..exceptions import CompactionNotConfigured
-from ..storage.orm import DjangoSessionProvider
-from ..tokens import estimate_message_tokens, estimate_string_tokens
+from ..storage.base import SessionBackend
+from ..tokens import estimate_string_tokens
 from ..types import COMPACTION_PREFIX, CompactResult, StoredCompaction, TokenCounterInput, is_finite_number
 from .context import SessionContext
-
-if TYPE_CHECKING:
-    from .facade import Session
 
 logger = logging.getLogger("agent_sessions")
 
@@ -51,6 +49,21 @@ class LeaseRun(Protocol):
     compacted: bool
 
 
+class CompactedSession(Protocol):
+    """The session a runner is handed: what it rebuilds, leases and compacts (the ``Session`` facade)."""
+
+    compaction: SessionCompaction
+
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def config_name(self) -> str | None: ...
+
+    @property
+    def storage(self) -> Any: ...
+
+
 class CompactionRunner(Protocol):
     """Where compactions run: the per-session lease and what happens once the threshold is crossed.
 
@@ -58,11 +71,11 @@ class CompactionRunner(Protocol):
     :class:`agent_sessions.tasks.CeleryCompactionRunner`; the session never imports it.
     """
 
-    def lease(self, session: Session) -> AbstractContextManager[LeaseRun]:
+    def lease(self, session: CompactedSession) -> AbstractContextManager[LeaseRun]:
         """The lease a manual ``compact()`` runs under (the one automatic runs take)."""
         ...
 
-    def auto_compact(self, session: Session, leaf_id: str) -> None:
+    def auto_compact(self, session: CompactedSession, leaf_id: str) -> None:
         """Compact ``session`` (or have it compacted) after ``leaf_id`` crossed the threshold; never raises."""
         ...
 
@@ -104,14 +117,20 @@ class _Plan:
 class SessionCompaction:
     """Overlays, ``compact()`` and the auto-compaction check of one session.
 
-    Depends on the session's public API (its storage and id), on its context part (the
-    system prompt counts towards the threshold and is refreshed after a compaction) and
-    on a :class:`CompactionRunner`.
+    The facade's part, not a second public API: ``add_compaction``, ``get_compactions``,
+    ``compact``, ``acompact`` and the builder setters are what the ``Session`` methods of those
+    names delegate to; use the ``Session``'s.  Its own seam is the runner's (``over_threshold``,
+    ``compact_held``, ``report_error``, ``database``).
+
+    Depends on the session's storage backend, on its context part (the system prompt
+    counts towards the threshold and is refreshed after a compaction) and on a
+    :class:`CompactionRunner`, to which it hands ``session`` (the facade it is part of).
     """
 
     def __init__(
         self,
-        session: Session,
+        session: CompactedSession,
+        backend: SessionBackend,
         context: SessionContext,
         *,
         runner: CompactionRunner | None = None,
@@ -119,6 +138,7 @@ class SessionCompaction:
         on_compaction_error: Callable[..., Any] | None = None,
     ) -> None:
         self._session = session
+        self._backend = backend
         self._context = context
         self._runner = runner
         self._compact_fn: Callable[..., Any] | None = None
@@ -131,6 +151,12 @@ class SessionCompaction:
     def runner(self) -> CompactionRunner:
         """The runner given, or the configured default."""
         return self._runner if self._runner is not None else default_runner()
+
+    @property
+    def database(self) -> str | None:
+        """The Django database whose job row leases this session's compactions (the ORM storage's);
+        None for a custom storage, which compacts under a process-local lock."""
+        return self._backend.using if self._backend.orm else None
 
     @property
     def configured(self) -> bool:
@@ -166,11 +192,11 @@ class SessionCompaction:
     def add_compaction(self, summary: str, from_message_id: str, to_message_id: str) -> StoredCompaction:
         """Store an overlay replacing ``from..to`` with ``summary`` on read."""
         self.forget_estimate()
-        return call(self._session.storage.add_compaction, summary, from_message_id, to_message_id)
+        return self._backend.add_compaction(summary, from_message_id, to_message_id)
 
     def get_compactions(self) -> list[StoredCompaction]:
         """Every stored overlay, oldest first."""
-        return call(self._session.storage.get_compactions)
+        return self._backend.get_compactions()
 
     # ── compaction ──────────────────────────────────────────────────
     def compact(self, leaf_id: str | None = None) -> CompactResult | None:
@@ -178,7 +204,7 @@ class SessionCompaction:
         fn = self._require_compact_fn()
         with self.runner.lease(self._session) as run:
             if not run.held:
-                logger.info("agent_sessions: session %r is being compacted already", self._session.session_id)
+                logger.info("agent_sessions: session %r is being compacted already", self._backend.session_id)
                 return None
             result = self._compact_with(fn, leaf_id)
             run.compacted = result is not None
@@ -191,7 +217,7 @@ class SessionCompaction:
         run = await sync_to_async(lease.__enter__, thread_sensitive=True)()
         try:
             if not run.held:
-                logger.info("agent_sessions: session %r is being compacted already", self._session.session_id)
+                logger.info("agent_sessions: session %r is being compacted already", self._backend.session_id)
                 result = None
             else:
                 result = await self._acompact_with(fn, leaf_id)
@@ -236,8 +262,8 @@ class SessionCompaction:
     def _compaction_plan(self, leaf_id: str | None) -> _Plan | None:
         """Load the visible history of the leaf and index where ranges may start and end."""
         # Overlays first: one stored after this read makes the plan stale (see _store_compaction).
-        stored = call(self._session.storage.get_compactions)
-        history = call(self._session.storage.get_history, leaf_id)
+        stored = self._backend.get_compactions()
+        history = self._backend.get_history(leaf_id)
         if not history:
             return None
         by_message = {f"{COMPACTION_PREFIX}{c.id}": c for c in stored}
@@ -274,23 +300,20 @@ class SessionCompaction:
                 "agent_sessions: compaction range %r..%r is not on the path of session %r; nothing stored",
                 result.from_message_id,
                 result.to_message_id,
-                self._session.session_id,
+                self._backend.session_id,
             )
             return None
         earliest = plan.earliest
         if earliest is not None and plan.from_pos[earliest.from_message_id] < start:
             from_id = earliest.from_message_id  # iterative: the new summary also replaces the older one
-        if isinstance(self._session.storage, DjangoSessionProvider):
-            # Concurrent compact() calls on one session all summarise the same history; only the
-            # first to store wins, the others (their plan is stale) store nothing and return None.
-            if self._session.storage.add_compaction_if_unchanged(summary, from_id, to_id, plan.seen) is None:
-                logger.info(
-                    "agent_sessions: session %r was compacted concurrently; this summary was dropped",
-                    self._session.session_id,
-                )
-                return None
-        else:
-            self.add_compaction(summary, from_id, to_id)
+        # Concurrent compact() calls on one session all summarise the same history; only the
+        # first to store wins, the others (their plan is stale) store nothing and return None.
+        if self._backend.add_compaction_if_unchanged(summary, from_id, to_id, plan.seen) is None:
+            logger.info(
+                "agent_sessions: session %r was compacted concurrently; this summary was dropped",
+                self._backend.session_id,
+            )
+            return None
         if self._context.prompt_is_cached:
             self._context.refresh_system_prompt()
         self.forget_estimate()
@@ -365,29 +388,23 @@ class SessionCompaction:
         the insert returned (``path_tokens``), so no history is read.
         """
         prompt = self._context.system_prompt_for_estimate()
-        storage = self._session.storage
         if self._token_counter is not None:
             value = call(
                 self._token_counter,
                 TokenCounterInput(
-                    messages=call(storage.get_history, leaf_id),
+                    messages=self._backend.get_history(leaf_id),
                     system_prompt=prompt,
                     context_blocks=list(self._context.get_context_blocks()),
                 ),
             )
             return math.ceil(value) if is_finite_number(value) and value > 0 else 0
-        history_tokens = None
-        if isinstance(storage, DjangoSessionProvider):
-            history_tokens = storage.visible_history_tokens(leaf_id, path_tokens)
-        if history_tokens is None:
-            history_tokens = estimate_message_tokens(call(storage.get_history, leaf_id))
-        return history_tokens + estimate_string_tokens(prompt or "")
+        return self._backend.history_tokens(leaf_id, path_tokens) + estimate_string_tokens(prompt or "")
 
     def report_error(self, error: BaseException) -> None:
         """Log an auto-compaction failure and hand it to ``on_compaction_error`` (whose errors are swallowed)."""
         logger.warning(
             "agent_sessions: auto-compaction of session %r failed: %s: %s",
-            self._session.session_id,
+            self._backend.session_id,
             type(error).__name__,
             error,
         )

@@ -52,6 +52,10 @@ class ContextConfig:
 class SessionContext:
     """Context blocks, the system prompt, skills and context tools of one session.
 
+    The facade's part, not a second public API: each method a ``Session`` method also offers is
+    the implementation that method delegates to (and what the context tools call); use the
+    ``Session``'s.
+
     ``history`` is the session's message API (skills are restored from, and unloaded in,
     its history); ``orm`` says whether blocks without a provider are wired to the ORM
     (alias ``using``).  :meth:`rekey` follows the session id the blocks are keyed by.

@@ -1,6 +1,7 @@
 """Session: one conversation's public API, a thin facade over its parts.
 
-The message operations go straight to the storage (a :class:`~agent_sessions.SessionProvider`);
+The message operations go straight to the storage's :class:`~agent_sessions.storage.base.SessionBackend`
+(the ORM storage itself, or a generic adapter made once over a custom :class:`~agent_sessions.SessionProvider`);
 context blocks, the system prompt and skills are :class:`SessionContext`'s; overlays and
 compaction are :class:`SessionCompaction`'s.  Each part gets what it needs in its
 constructor and talks to the others only through their public methods.
@@ -13,11 +14,11 @@ from datetime import datetime
 from typing import Any, Self
 
 from .. import text
-from ..asyncutils import async_twin, call
+from ..asyncutils import async_twin
 from ..context.block import ContextBlock
-from ..exceptions import SearchNotSupported
-from ..storage.base import SessionProvider
-from ..storage.orm import OMITTED, AppendOutcome, DjangoSessionProvider
+from ..storage.base import OMITTED, SessionProvider
+from ..storage.orm import DjangoSessionProvider
+from ..storage.provider_backend import backend_for
 from ..tools import Tool
 from ..types import (
     CompactResult,
@@ -26,7 +27,6 @@ from ..types import (
     SearchResult,
     StoredCompaction,
     check_id_length,
-    dump_message,
     validate_message,
 )
 from . import tool_results
@@ -58,16 +58,20 @@ class Session:
         config_name: str | None = None,
     ) -> None:
         self._storage = storage
-        self._orm = isinstance(storage, DjangoSessionProvider)
-        self._session_id: str | None = None
+        self._backend = backend = backend_for(storage)  # the one place a storage's kind is told apart
         self._config_name = config_name or None
-        self._provider_answers_bool = False  # set once a custom provider's append returns a bool
-        alias = storage.alias if isinstance(storage, DjangoSessionProvider) else None
-        self.context = SessionContext(self, orm=self._orm, using=alias, configs=context, prompt_store=prompt_store)
+        self.context = SessionContext(
+            self, orm=backend.orm, using=backend.alias, configs=context, prompt_store=prompt_store
+        )
         """Context blocks, the system prompt, skills and context tools."""
         self.context.rekey(self.session_id)
         self.compaction = SessionCompaction(
-            self, self.context, runner=runner, token_counter=token_counter, on_compaction_error=on_compaction_error
+            self,
+            backend,
+            self.context,
+            runner=runner,
+            token_counter=token_counter,
+            on_compaction_error=on_compaction_error,
         )
         """Overlays, ``compact()`` and the auto-compaction check."""
 
@@ -86,9 +90,7 @@ class Session:
             raise ValueError("session_id must be a string without NUL characters")
         text.check(session_id, "session_id")  # InvalidText (a ValueError): NUL, lone surrogates
         check_id_length(session_id, "session id")
-        self._session_id = session_id
-        if isinstance(self._storage, DjangoSessionProvider):
-            self._storage.session_id = session_id
+        self._backend.session_id = session_id
         self.context.rekey(session_id)
         return self
 
@@ -135,17 +137,12 @@ class Session:
     @property
     def session_id(self) -> str:
         """The namespace given to :meth:`for_session` (or the ORM provider's), ``""`` by default."""
-        if self._session_id is not None:
-            return self._session_id
-        return getattr(self._storage, "session_id", "") if self._orm else ""
+        return self._backend.session_id
 
     @property
     def config_name(self) -> str | None:
         """The registered configuration this session was built from, if any."""
         return self._config_name
-
-    def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
-        return call(getattr(self._storage, name), *args, **kwargs)
 
     # ── messages ────────────────────────────────────────────────────
     def append_message(self, message: dict, parent_id: Any = OMITTED) -> bool:
@@ -159,35 +156,11 @@ class Session:
     def _append(self, message: dict, parent_id: Any, registry_stamp: datetime | None = None) -> tuple[bool, bool]:
         """:meth:`append_message`, and whether ``registry_stamp`` (SessionManager's clock) went in with it:
         the Django store sets ``updated_at`` in the insert's own transaction; a custom provider cannot."""
-        storage = self._storage
-        if isinstance(storage, DjangoSessionProvider):
-            outcome = storage.append_message_stats(message, parent_id, registry_stamp=registry_stamp)
-            stamped = registry_stamp is not None
-        else:
-            outcome = self._append_custom(message, parent_id)
-            stamped = False
+        backend = self._backend
+        outcome = backend.append_message_stats(message, parent_id, registry_stamp=registry_stamp)
         if outcome.inserted:
             self.compaction.after_append(message["id"], path_tokens=outcome.path_tokens, parent_id=outcome.parent_id)
-        return outcome.inserted, stamped
-
-    def _append_custom(self, message: dict, parent_id: Any) -> AppendOutcome:
-        """Append through a custom provider, keeping the duplicate-id contract for any provider.
-
-        A provider answering with a bool is trusted (it dedupes itself); one answering
-        anything else (None, as the seed's providers do) gets a ``get_message`` check
-        first, so a known id returns False and the provider is not called again
-        (a provider without ``get_message`` cannot be checked).
-        """
-        validate_message(message)
-        known = not self._provider_answers_bool and hasattr(self._storage, "get_message")
-        if known and self._call("get_message", message["id"]) is not None:
-            return AppendOutcome(inserted=False)
-        args = (message,) if parent_id is OMITTED else (message, parent_id)
-        result = self._call("append_message", *args)
-        if isinstance(result, bool):
-            self._provider_answers_bool = True
-            return AppendOutcome(inserted=result)
-        return AppendOutcome(inserted=True)
+        return outcome.inserted, registry_stamp is not None and backend.stamps_registry
 
     def update_message(self, message: dict) -> Any:
         """Replace a stored message (matched by id); search is re-indexed.  False when no message has its id."""
@@ -195,60 +168,50 @@ class Session:
             return False  # NUL or a lone surrogate: no stored message has this id
         validate_message(message)
         self.compaction.forget_estimate()
-        return self._call("update_message", message)
+        return self._backend.update_message(message)
 
     def delete_messages(self, message_ids: list[str]) -> Any:
         """Delete messages by id; their children stay as roots of their subtrees."""
         self.compaction.forget_estimate()
-        return self._call("delete_messages", list(message_ids))
+        return self._backend.delete_messages(list(message_ids))
 
     def clear_messages(self) -> None:
         """Delete every message and overlay, forget loaded skills, refresh a stored prompt."""
-        self._call("clear_messages")
+        self._backend.clear_messages()
         self.compaction.forget_estimate()
         self.context.after_clear()
 
     def get_history(self, leaf_id: str | None = None) -> list[dict]:
         """Root→leaf path (latest leaf by default) with compaction overlays applied; ``[]`` if unknown."""
-        return self._call("get_history", leaf_id)
+        return self._backend.get_history(leaf_id)
 
     def get_message(self, message_id: str) -> dict | None:
         """One stored message, or None."""
-        return self._call("get_message", message_id)
+        return self._backend.get_message(message_id)
 
     def get_latest_leaf(self) -> dict | None:
         """The most recently appended childless message, or None."""
-        return self._call("get_latest_leaf")
+        return self._backend.get_latest_leaf()
 
     def get_path_length(self, leaf_id: str | None = None) -> int:
         """Stored messages from the root to the leaf (no overlays)."""
-        return int(self._call("get_path_length", leaf_id))
+        return int(self._backend.get_path_length(leaf_id))
 
     def get_branches(self, message_id: str) -> list[dict]:
         """Children of a message, oldest first."""
-        return self._call("get_branches", message_id)
+        return self._backend.get_branches(message_id)
 
     def get_recent_history(
         self, leaf_id: str | None = None, *, max_content_bytes: int, min_recent_messages: int = 1
     ) -> RecentHistory:
         """The longest recent suffix of the path whose stored sizes fit ``max_content_bytes``."""
-        if hasattr(self._storage, "get_recent_history"):
-            return self._call(
-                "get_recent_history",
-                leaf_id,
-                max_content_bytes=max_content_bytes,
-                min_recent_messages=min_recent_messages,
-            )
-        return _recent_from_history(self.get_history(leaf_id), max_content_bytes, min_recent_messages)
+        return self._backend.get_recent_history(
+            leaf_id, max_content_bytes=max_content_bytes, min_recent_messages=min_recent_messages
+        )
 
     def get_history_row_stats(self, leaf_id: str | None = None) -> list[HistoryRowStat]:
         """``HistoryRowStat(id, role, bytes)`` per stored message on the path."""
-        if hasattr(self._storage, "get_history_row_stats"):
-            return self._call("get_history_row_stats", leaf_id)
-        return [
-            HistoryRowStat(id=m["id"], role=m["role"], bytes=_stored_bytes(m))
-            for m in self._call("get_history", leaf_id)
-        ]
+        return self._backend.get_history_row_stats(leaf_id)
 
     def search(
         self, query: str, *, limit: int = 20, offset: int = 0, role: str | list[str] | None = None
@@ -258,11 +221,7 @@ class Session:
         Words are ANDed; ``"phrases"``, ``OR`` and ``-excluded`` work as on web search
         engines; CJK text matches by substring. ``offset``/``role`` need the ORM storage.
         """
-        if not hasattr(self._storage, "search_messages"):
-            raise SearchNotSupported(f"{type(self._storage).__name__} cannot search messages")
-        if self._orm:
-            return self._storage.search_messages(query, limit, offset=offset, role=role)
-        return self._call("search_messages", query, limit)
+        return self._backend.search_messages(query, limit, offset=offset, role=role)
 
     def add_tool_result(
         self, tool_call_id: str, output: Any = None, *, error: str | None = None, message_id: str | None = None
@@ -396,22 +355,3 @@ class Session:
     atools = async_twin(tools)
     aadd_compaction = async_twin(add_compaction)
     aget_compactions = async_twin(get_compactions)
-
-
-def _stored_bytes(message: dict) -> int:
-    """UTF-8 size of a message's stored JSON, for providers that cannot tell."""
-    return len(dump_message(message).encode("utf-8"))
-
-
-def _recent_from_history(history: list[dict], max_bytes: int, min_recent: int) -> RecentHistory:
-    """Fallback for providers without ``get_recent_history``: cut a loaded history."""
-    min_recent = max(1, int(min_recent))
-    kept: list[dict] = []
-    total = 0
-    for index, message in enumerate(reversed(history)):
-        size = _stored_bytes(message)
-        if index >= min_recent and total + size > max_bytes:
-            break
-        kept.append(message)
-        total += size
-    return RecentHistory(messages=list(reversed(kept)), truncated=len(kept) < len(history), total_content_bytes=total)

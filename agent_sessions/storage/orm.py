@@ -11,7 +11,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sized
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -25,7 +24,7 @@ from ..models import Compaction, Message
 from ..overlays import apply_overlays
 from ..reconnect import read_with_retry, ready
 from ..search.args import query_terms
-from ..tokens import estimate_one_message_tokens
+from ..tokens import estimate_message_tokens, estimate_one_message_tokens
 from ..types import (
     HistoryRowStat,
     RecentHistory,
@@ -36,6 +35,7 @@ from ..types import (
     stored_fields,
 )
 from . import appends, backends, cycles, decode, range_reads, visible_tokens, walks
+from .base import OMITTED, AppendOutcome, SessionBackend
 from .walks import (
     HAS_OVERLAYS,
     LATEST_LEAF,
@@ -50,9 +50,6 @@ from .walks import (
     recent_cte,
     walk_params,
 )
-
-OMITTED = object()
-"""Sentinel: the caller left ``parent_id`` out (auto-parent to the latest leaf)."""
 
 _COPY_COLUMNS = (
     "id, session_id, parent_id, role, content, text_content, tool_text, created_at, tokens, depth, path_tokens, "
@@ -110,16 +107,6 @@ _REPAIR_SUBTREE = (
 )
 
 
-@dataclass(frozen=True)
-class AppendOutcome:
-    """What an append did: whether it inserted, under which parent, and the path's totals."""
-
-    inserted: bool
-    parent_id: str | None = None
-    depth: int | None = None
-    path_tokens: int | None = None
-
-
 def as_datetime(value):
     """A timestamp read by raw SQL as an aware datetime (SQLite returns text)."""
     if isinstance(value, str):
@@ -171,6 +158,20 @@ class DjangoSessionProvider:
 
     def __repr__(self) -> str:
         return f"DjangoSessionProvider(session_id={self.session_id!r}, using={self.using!r})"
+
+    # ── as a Session's backend (storage.base.SessionBackend) ────────
+    orm = True
+    """Rows in Django's database: context blocks and the prompt are auto-wired, compactions take the job row's lease."""
+    stamps_registry = True
+    """``append_message_stats(registry_stamp=...)`` sets ``updated_at`` in the insert's own transaction."""
+
+    def session_backend(self) -> SessionBackend:
+        """This provider is its own SessionBackend: a Session calls its fast paths directly."""
+        return self
+
+    @property
+    def provider(self) -> DjangoSessionProvider:
+        return self
 
     # ── plumbing ────────────────────────────────────────────────────
     @property
@@ -479,6 +480,11 @@ class DjangoSessionProvider:
         if not overlays and path_tokens is not None:
             return int(path_tokens)
         return visible_tokens.visible_history_tokens(self._fetchall, self.session_id, leaf_id, overlays)
+
+    def history_tokens(self, leaf_id: str | None = None, path_tokens: int | None = None) -> int:
+        """:meth:`visible_history_tokens`, or the estimate of the loaded history where that cannot tell."""
+        tokens = self.visible_history_tokens(leaf_id, path_tokens)
+        return estimate_message_tokens(self.get_history(leaf_id)) if tokens is None else tokens
 
     def search_messages(
         self, query: str, limit: int = 20, *, offset: int = 0, role: str | list[str] | None = None

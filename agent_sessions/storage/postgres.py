@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TypeVar
 
-from django.db import ProgrammingError, transaction
+from django.db import ProgrammingError, connections, transaction
 
 from .. import conf
 from ..search import tsquery
@@ -280,6 +280,7 @@ _searcher = Searcher(_compile)
 search_messages = _searcher.search_messages
 search_entries = _searcher.search_entries
 ranked_messages = _searcher.ranked_messages
+match_keys = _searcher.match_keys
 
 
 def trigram_install_sql() -> list[str]:
@@ -525,3 +526,37 @@ PARTIAL_TRGM_UNINSTALL = [
     "DROP INDEX IF EXISTS idx_assistant_msg_trgm",
     "CREATE INDEX IF NOT EXISTS idx_assistant_msg_trgm ON assistant_messages USING GIN (text_content gin_trgm_ops)",
 ]
+
+
+PG_TRGM_INSTALL = "CREATE EXTENSION IF NOT EXISTS pg_trgm"
+"""What an administrator runs once where the app's user may not create the extension (check E022)."""
+
+
+def pg_trgm_state(alias: str) -> tuple[bool, bool, bool]:
+    """``(installed, available, creatable)`` for pg_trgm on a Postgres alias."""
+    with connections[alias].cursor() as cursor:
+        cursor.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'), "
+            "EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'pg_trgm'), "
+            "(SELECT rolsuper FROM pg_roles WHERE rolname = current_user) "
+            "OR has_database_privilege(current_database(), 'CREATE')"
+        )
+        installed, available, creatable = cursor.fetchone()
+    return bool(installed), bool(available), bool(creatable)
+
+
+def session_fts_missing(alias: str) -> bool:
+    """The migrations ran on this alias (0012 of the old chain, or the squash that replaces it) but
+    left out the (session_id, content_tsv) index (check W015)."""
+    with connections[alias].cursor() as cursor:
+        cursor.execute(
+            "SELECT to_regclass('django_migrations') IS NOT NULL AND to_regclass('assistant_messages') IS NOT NULL "
+            "AND to_regclass('idx_assistant_msg_session_fts') IS NULL"
+        )
+        if not cursor.fetchone()[0]:
+            return False
+        cursor.execute(
+            "SELECT EXISTS (SELECT 1 FROM django_migrations WHERE app = 'agent_sessions' AND name IN (%s, %s))",
+            ["0012_search_session_fts", "0001_squashed_0028_context_owner"],
+        )
+        return bool(cursor.fetchone()[0])

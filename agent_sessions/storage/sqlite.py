@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, nullcontext
 from itertools import islice
@@ -150,6 +151,7 @@ _searcher = Searcher(fts5.compile_query)
 search_messages = _searcher.search_messages
 search_entries = _searcher.search_entries
 ranked_messages = _searcher.ranked_messages
+match_keys = _searcher.match_keys
 
 
 def install_sql() -> list[str]:
@@ -497,3 +499,25 @@ def deferred_indexing(cursor, session_id: str, rows: int | None) -> Iterator[Non
             cursor.execute(statement, twice)
         cursor.execute(_DEFERRED_FILL[-1], [*twice, session_id, *twice])
         cursor.execute(f"DELETE FROM {DEFERRED_INDEX} WHERE session_id = %s", [session_id])
+
+
+def _accepts(sql: str) -> bool:
+    """Whether a scratch in-memory SQLite database runs ``sql`` without an OperationalError."""
+    probe = sqlite3.connect(":memory:")
+    try:
+        probe.execute(sql)
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        probe.close()
+
+
+def has_fts5() -> bool:
+    """Whether the SQLite library Python links against was built with FTS5."""
+    return _accepts("CREATE VIRTUAL TABLE fts5_probe USING fts5(x)")
+
+
+def has_trigram() -> bool:
+    """Whether that library's FTS5 has the ``trigram`` tokenizer (3.34+); call after :func:`has_fts5`."""
+    return _accepts("CREATE VIRTUAL TABLE trigram_probe USING fts5(x, tokenize='trigram')")

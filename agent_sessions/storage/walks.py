@@ -218,3 +218,11 @@ def walk(vendor: str, session_id: str, leaf_id: str | None) -> tuple[str, list]:
     """The root-ward walk CTE ``path(seq, sid, parent_id, n)`` from ``leaf_id`` (None: the latest leaf)
     and its parameters; ``n`` is 0 at the leaf.  Follow it with a SELECT over ``path``."""
     return path_cte(vendor, latest=leaf_id is None), walk_params(session_id, leaf_id)
+
+
+def first_seen_path(vendor: str, session_id: str, leaf_id: str | None) -> tuple[str, list]:
+    """A walk as ``(seq, n)`` rows, each row once at its first distance ``n`` from the leaf: on a parent
+    cycle (the walk goes round until its bound) that is the path up to the first repeated row.  A
+    subquery for :meth:`agent_sessions.querysets.MessageQuerySet.path` to join."""
+    sql, params = walk(vendor, session_id, leaf_id)
+    return sql + "SELECT seq, min(n) AS n FROM path GROUP BY seq", params
