@@ -303,3 +303,41 @@ def check_ambiguous_owners(app_configs=None, databases=None, **kwargs):
             )
         )
     return warnings
+
+
+@checks.register(checks.Tags.database)
+def check_half_migrated(app_configs=None, databases=None, **kwargs):
+    """A database part-way through the chain a squashed migration replaces: Django then leaves the app
+    out of ``migrate`` without a word (the replaced files are gone), so the schema would stay behind."""
+    from django.db import DatabaseError, connections
+    from django.db.migrations.loader import MigrationLoader
+    from django.db.migrations.recorder import MigrationRecorder
+
+    loader = MigrationLoader(None, load=False)
+    loader.load_disk()
+    squashes = [
+        (name, migration.replaces)
+        for (app, name), migration in loader.disk_migrations.items()
+        if app == "agent_sessions" and migration.replaces
+    ]
+    errors = []
+    for alias in databases or []:
+        try:
+            applied = MigrationRecorder(connections[alias]).applied_migrations()
+        except DatabaseError:
+            continue
+        for name, replaces in squashes:
+            done = [key for key in replaces if key in applied]
+            if not done or len(done) == len(replaces) or ("agent_sessions", name) in applied:
+                continue
+            errors.append(
+                checks.Error(
+                    f"Database '{alias}' is part-way through the migrations that {name} replaces: "
+                    f"{len(done)} of {len(replaces)} applied, the last {done[-1][1]}. This release's "
+                    "migrate would leave its schema as it is.",
+                    hint=f"Migrate it with the last release that still ships those migrations (up to "
+                    f"{replaces[-1][1]}), then upgrade to this one; see docs/operations.md, 'Upgrading'.",
+                    id="agent_sessions.E030",
+                )
+            )
+    return errors

@@ -243,3 +243,39 @@ def test_sqlite_migrates_back_to_zero_and_forward_again(tmp_path):
     assert not [r for r in left if r[2].startswith(("assistant_", "cf_agents_", "agent_sessions"))]
     run_with(f"sqlite:///{path}", "manage.py", "migrate", "--noinput", "-v0")
     assert sqlite_master(str(path)) == migrated
+
+
+@pytest.mark.django_db
+def test_a_database_part_way_through_the_replaced_chain_is_stopped_by_check_and_migrate():
+    """Django would leave such a database out of ``migrate`` silently (the replaced files are gone):
+    E030 names how far it got, and ``migrate`` refuses to run on it."""
+    from django.core.management import call_command
+    from django.core.management.base import SystemCheckError
+    from django.db import connection
+    from django.db.migrations.recorder import MigrationRecorder
+
+    from agent_sessions.checks import check_half_migrated
+
+    recorder = MigrationRecorder(connection)
+    assert ("agent_sessions", SQUASH) in recorder.applied_migrations()
+    assert check_half_migrated(databases=["default"]) == []  # migrated by the squash: nothing to say
+    recorder.migration_qs.filter(app="agent_sessions").delete()
+    for name in ("0001_initial", "0002_message_origin_id", "0003_compactionjob"):
+        recorder.record_applied("agent_sessions", name)
+    errors = check_half_migrated(databases=["default"])
+    assert [e.id for e in errors] == ["agent_sessions.E030"]
+    assert "3 of 28 applied, the last 0003_compactionjob" in errors[0].msg
+    assert "0028_context_owner" in errors[0].hint
+    with pytest.raises(SystemCheckError, match="E030"):
+        call_command("migrate", "agent_sessions", plan=True, verbosity=0, skip_checks=False)
+    for name in [f"{n:04d}" for n in range(4, 29)]:  # the whole old chain: the squash counts as applied
+        recorder.record_applied("agent_sessions", next(k[1] for k in _replaced() if k[1].startswith(name)))
+    assert check_half_migrated(databases=["default"]) == []
+
+
+def _replaced() -> list[tuple[str, str]]:
+    from django.db.migrations.loader import MigrationLoader
+
+    loader = MigrationLoader(None, load=False)
+    loader.load_disk()
+    return loader.disk_migrations[("agent_sessions", SQUASH)].replaces
