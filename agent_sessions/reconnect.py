@@ -25,7 +25,7 @@ T = TypeVar("T")
 
 def ready(using: str | None = None) -> BaseDatabaseWrapper:
     """The alias's connection, closed first if the server dropped it outside a transaction (the next
-    query reconnects).  One lookup of ``connections`` (1.3 µs each, a tenth of a short read's time)."""
+    query reconnects).  One lookup of ``connections`` per read (docs/performance.md, R10)."""
     connection = connections[using or DEFAULT_DB_ALIAS]
     raw = connection.connection
     if raw is not None and not connection.in_atomic_block and backends.for_vendor(connection.vendor).server_closed(raw):

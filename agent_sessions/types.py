@@ -96,7 +96,7 @@ class SessionInfo:
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 # One C encoder built once: ``json.dumps`` with any non-default argument builds a new encoder on
-# every call, two thirds of the time it takes to encode a short message (3.6 -> 1.2 us).  No
+# every call (docs/performance.md, A11).  No
 # circular-reference table (it would keep entries after an error): a cycle ends in RecursionError.
 _MAKE_C_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)  # private: typeshed does not list it
 try:

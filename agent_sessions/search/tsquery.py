@@ -80,9 +80,9 @@ def _owned_any(column: str, subquery: str) -> str:
     """The owner's scopes as an array computed once (an InitPlan), tested on each hit, never used to probe an index.
 
     As a condition of the ``(session_id, content_tsv)`` GIN index, ``= ANY`` runs one GIN scan per owned
-    session, and every GIN scan reads the index's whole pending list (up to 32 pages): 20 sessions read 653
-    pages where one scan and this test read 30 (13 vs 4 ms). ``|| ''`` hides the column from the index, so
-    an owner's search costs what the all-sessions search does, whatever the number of sessions owned.
+    session, and every GIN scan reads the index's whole pending list (docs/performance.md, S1).
+    ``|| ''`` hides the column from the index, so an owner's search costs what the all-sessions
+    search does, whatever the number of sessions owned.
     ``IN (subquery)`` drew the same per-session plan as a join."""
     return f"({column} || '') = ANY(ARRAY({subquery}))"
 

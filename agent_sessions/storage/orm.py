@@ -793,8 +793,8 @@ class DjangoSessionProvider:
         are copied with one ``INSERT … SELECT`` (Postgres' per-statement triggers fire once;
         SQLite indexes the copies after them, see ``deferred_indexing``).  Each copy's JSON
         gets its new id in place of the old one, leaving the rest of the stored text as it was.
-        Returns how many rows it copied (the copies' origins are their ``origin_id``: returning
-        each pair would cost 11 ms of a 10,000-row fork on SQLite), or 0 with nothing written when
+        Returns how many rows it copied (the copies' origins are their ``origin_id``; returning
+        each pair costs time, docs/performance.md F2), or 0 with nothing written when
         the leaf is unknown or a row on the path cannot be copied this way (its JSON does not
         start with its id, or it has no token count: rows from a foreign writer; or the walk went
         round a parent cycle, its farthest row's parent being on it);
