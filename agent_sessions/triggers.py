@@ -5,7 +5,7 @@ writers and raw SQL: a ``DELETE FROM assistant_sessions`` from anywhere leaves
 no orphans, and an ``UPDATE`` that would re-parent or re-key a message fails
 whoever issues it.  On Postgres they are django-pgtrigger triggers (installed
 by the app's migrations, listed by ``manage.py pgtrigger ls``); SQLite gets the same
-behaviour from its own ``CREATE TRIGGER`` statements (storage/sqlite.py), installed alongside.
+behaviour from the initial migration's own ``CREATE TRIGGER`` statements (migrations/_frozen_sql.py).
 See docs/data-model.md.
 """
 

@@ -186,11 +186,17 @@ def test_session_table_has_no_like_index():
     """No ``text_pattern_ops`` index on ``assistant_sessions.id``, which Django adds beside a text key:
     nothing looks sessions up by an id prefix, and every append's update of its session row would
     pay an entry in it."""
-    from agent_sessions.storage import postgres
 
     def pattern_indexes() -> list[str]:
         with connection.cursor() as cursor:
-            return postgres.session_id_pattern_indexes(cursor)
+            cursor.execute(
+                "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                "JOIN pg_opclass o ON o.oid = i.indclass[0] "
+                "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] "
+                "WHERE i.indrelid = 'assistant_sessions'::regclass AND i.indnatts = 1 "
+                "AND a.attname = 'id' AND o.opcname = 'text_pattern_ops'"
+            )
+            return [row[0] for row in cursor.fetchall()]
 
     def index_names() -> set[str]:
         with connection.cursor() as cursor:

@@ -234,7 +234,7 @@ def test_a_database_without_the_functions_reads_by_the_statements(session_id):
     try:
         with connection.cursor() as cursor:  # rolled back with the test
             for read in _FUNCTIONS:
-                cursor.execute(read.uninstall_sql()[0])
+                cursor.execute(f"DROP FUNCTION {read.signature}")
         postgres._READ_CALLS.pop(raw, None)
         session = Session.create().for_session(session_id)
         for i in range(10):

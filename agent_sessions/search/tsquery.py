@@ -138,7 +138,7 @@ def compile_query(query: Query, target: Target, filters: Filters, config: str) -
     ranks: list[str] = []
     rank_params: list[object] = []
     if tsq:
-        # The text is weight A, the extra column weight D (see the vendor's tool_text_index_sql).
+        # The text is weight A, the extra column weight D (content_tsv as the initial migration builds it).
         weights = f"'{{{EXTRA_WEIGHT}, 0.2, 0.4, 1.0}}'::float4[], " if target.extra else ""
         ranks.append(f"ts_rank_cd({weights}m.{target.tsv}, {q(rank_params)}, 1)")
     needles = [t for t in query.terms if t.cjk]

@@ -97,20 +97,16 @@ def _stamp() -> str:
     return named(appends.STAMP, appends.stamp_params("p_stamp", "p_session_id", "p_id"))
 
 
-def body(*, counts: bool = True, stamps: bool = True) -> str:
-    """The function's PL/pgSQL source (what ``pg_proc.prosrc`` holds once installed); ``counts=False``:
-    the oldest version, which leaves the count to the insert trigger; ``stamps=False``: without the
-    registry's stamp (``p_stamp``): the versions older releases installed, which a database not yet
-    migrated may still have (tests install them to hold the code working with them).
+def body(*, stamps: bool = True) -> str:
+    """The function's PL/pgSQL source (what ``pg_proc.prosrc`` holds once installed); ``stamps=False``:
+    without the registry's stamp (``p_stamp``), the version older releases installed, which a database
+    not yet migrated may still have (tests install it to hold the code working with it).
 
     With a stamp, the count's own update of the registry row sets ``updated_at`` to it; an id
     already stored (a repeated append) is stamped all the same, as :data:`appends.STAMP` does
     after the call for code that predates the argument; an id refused is not.
     """
-    assert counts or not stamps, "the stamp rides on the function's own count"
-    if not counts:
-        count = ""
-    elif not stamps:
+    if not stamps:
         count = f"  IF FOUND THEN\n    {triggers.count_one_sql('p_session_id')};\n  END IF;\n"
     else:
         count = (
@@ -139,20 +135,19 @@ def body(*, counts: bool = True, stamps: bool = True) -> str:
 COUNTING = f"SET {triggers.COUNTED_BY_APPEND} = on"
 
 
-def install_sql(*, counts: bool = True, stamps: bool = True) -> list[str]:
-    """Create (or replace) the function (``counts``, ``stamps``: see :func:`body`), dropping the
-    other signature first: with both installed, a call without the stamp would be ambiguous."""
+def install_sql(*, stamps: bool = True) -> list[str]:
+    """Create (or replace) the function (``stamps``: see :func:`body`), dropping the other signature
+    first: with both installed, a call without the stamp would be ambiguous."""
     args = ", ".join(f"{name} {kind}" for name, kind in _args(stamps=stamps))
     if stamps:
         args += " DEFAULT NULL"
-    settings = f"{PLANNER_SETTINGS} {COUNTING}" if counts else PLANNER_SETTINGS
     other = UNSTAMPED_SIGNATURE if stamps else SIGNATURE
     return [
         f"DROP FUNCTION IF EXISTS {other}",
         f"CREATE OR REPLACE FUNCTION {NAME}({args}) "
         "RETURNS TABLE (seq bigint, parent_id text, depth integer, path_tokens bigint) "
-        f"LANGUAGE plpgsql VOLATILE {settings} "
-        f"AS $agent_sessions_append${body(counts=counts, stamps=stamps)}$agent_sessions_append$",
+        f"LANGUAGE plpgsql VOLATILE {PLANNER_SETTINGS} {COUNTING} "
+        f"AS $agent_sessions_append${body(stamps=stamps)}$agent_sessions_append$",
     ]
 
 

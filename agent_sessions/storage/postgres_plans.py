@@ -1,5 +1,5 @@
 """Postgres: how the PL/pgSQL functions keep their statements' plans (shared by the append and
-the range reads), and how migrations install them.
+the range reads).
 
 A function keeps the plans of its static statements per connection, which a statement sent by
 a client never has: it is planned at every call.  Whether a kept plan is safe depends on what

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import range_reads, walks
-from .postgres_plans import PLANNER_SETTINGS, PRELUDE, loop_over, return_query
+from .postgres_plans import PRELUDE, loop_over, return_query
 
 
 @dataclass(frozen=True)
@@ -63,18 +63,6 @@ class ReadFunction:
             + "  END IF;\n"
             + "END\n"
         )
-
-    def install_sql(self) -> list[str]:
-        """Create (or replace) the function.  Stable: it only reads (the mode it remembers is a setting)."""
-        args = ", ".join(f"{name} {kind}" for name, kind in self.args)
-        return [
-            f"CREATE OR REPLACE FUNCTION {self.name}({args}) RETURNS TABLE ({self.returns}) "
-            f"LANGUAGE plpgsql STABLE {PLANNER_SETTINGS} "
-            f"AS $agent_sessions_read${self.body()}$agent_sessions_read$"
-        ]
-
-    def uninstall_sql(self) -> list[str]:
-        return [f"DROP FUNCTION IF EXISTS {self.signature}"]
 
 
 _LEAF = ("p_leaf_id", "text")
