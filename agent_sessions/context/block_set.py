@@ -1,4 +1,4 @@
-"""``ContextBlocks``: the ordered blocks of one session, their providers and every write rule.
+"""``BlockSet``: the ordered blocks of one session, their providers and every write rule.
 
 Content is read from the providers once (on first use, or on ``reload``) and
 kept in memory; writes go to the provider first and then update that copy.
@@ -46,7 +46,7 @@ def unknown_block(label: str) -> KeyError:
     return KeyError(f'Unknown context block "{label}"')
 
 
-class ContextBlocks:
+class BlockSet:
     """Blocks in registration order, with ``max_tokens`` and readonly rules enforced on every write."""
 
     def __init__(self, specs: list[BlockSpec], initialized: set[int] | None = None) -> None:

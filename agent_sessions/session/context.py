@@ -17,7 +17,7 @@ from typing import Any
 from .. import conf, text
 from ..asyncutils import call
 from ..context.block import ContextBlock
-from ..context.block_set import BlockSpec, ContextBlocks
+from ..context.block_set import BlockSet, BlockSpec
 from ..context.kinds import SKILL, has_method
 from ..context.prompt import render_system_prompt
 from ..context.providers import DjangoContextProvider
@@ -104,7 +104,7 @@ class SessionContext:
 
     def _reset_resolution(self) -> None:
         """Forget resolved providers and prompt state (the session id they were keyed by changed)."""
-        self._blocks: ContextBlocks | None = None
+        self._blocks: BlockSet | None = None
         self._prompt_store: Any = _UNRESOLVED
         self._memory_prompt: str | None = None
         self._skills.forget()
@@ -122,9 +122,9 @@ class SessionContext:
             provider = self._orm_provider(config.label)
         return BlockSpec(config.label, config.description, config.max_tokens, provider)
 
-    def _context(self) -> ContextBlocks:
+    def _context(self) -> BlockSet:
         if self._blocks is None:
-            self._blocks = ContextBlocks([self._spec(c) for c in self._context_configs], self._provider_inits)
+            self._blocks = BlockSet([self._spec(c) for c in self._context_configs], self._provider_inits)
         return self._blocks
 
     def _store(self) -> Any:
