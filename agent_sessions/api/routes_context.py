@@ -99,7 +99,7 @@ def append_block(request: HttpRequest, session_id: str, label: str, payload: Con
 )
 def get_prompt(request: HttpRequest, session_id: str):
     """The frozen prompt as stored, without rendering or storing anything (``null`` before the first freeze)."""
-    prompt = _session(request, session_id).context.stored_system_prompt()
+    prompt = _session(request, session_id).stored_system_prompt()
     return {"prompt": prompt, "frozen": prompt is not None}
 
 

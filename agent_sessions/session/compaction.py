@@ -49,10 +49,36 @@ class LeaseRun(Protocol):
     compacted: bool
 
 
+class CompactionHandle(Protocol):
+    """``Session.compaction``: what runners, the manager and the API ask of a session's compaction.
+
+    The rest (overlays, ``compact()``, the builder settings) is reached through the ``Session``
+    facade only, so each operation has one public way."""
+
+    @property
+    def database(self) -> str | None: ...
+
+    @property
+    def configured(self) -> bool: ...
+
+    def over_threshold(self, leaf_id: str | None = None) -> bool: ...
+
+    def compact_held(self, leaf_id: str | None = None) -> CompactResult | None: ...
+
+    def report_error(self, error: BaseException) -> None: ...
+
+    def after_append(self, leaf_id: str, *, path_tokens: int | None = None, parent_id: str | None = None) -> None: ...
+
+    def estimate_tokens(self, leaf_id: str | None = None, *, path_tokens: int | None = None) -> int: ...
+
+    def forget_estimate(self) -> None: ...
+
+
 class CompactedSession(Protocol):
     """The session a runner is handed: what it rebuilds, leases and compacts (the ``Session`` facade)."""
 
-    compaction: SessionCompaction
+    @property
+    def compaction(self) -> CompactionHandle: ...
 
     @property
     def session_id(self) -> str: ...

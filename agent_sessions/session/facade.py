@@ -30,7 +30,7 @@ from ..types import (
     validate_message,
 )
 from . import tool_results
-from .compaction import CompactionRunner, SessionCompaction
+from .compaction import CompactionHandle, CompactionRunner, SessionCompaction
 from .context import ContextConfig, SessionContext
 
 __all__ = ["Session"]
@@ -60,20 +60,19 @@ class Session:
         self._storage = storage
         self._backend = backend = backend_for(storage)  # the one place a storage's kind is told apart
         self._config_name = config_name or None
-        self.context = SessionContext(
+        # The two parts hold the implementation; the facade's methods are the one public way to each.
+        self._context = SessionContext(
             self, orm=backend.orm, using=backend.alias, configs=context, prompt_store=prompt_store
         )
-        """Context blocks, the system prompt, skills and context tools."""
-        self.context.rekey(self.session_id)
-        self.compaction = SessionCompaction(
+        self._context.rekey(self.session_id)
+        self._compaction = SessionCompaction(
             self,
             backend,
-            self.context,
+            self._context,
             runner=runner,
             token_counter=token_counter,
             on_compaction_error=on_compaction_error,
         )
-        """Overlays, ``compact()`` and the auto-compaction check."""
 
     # ── builder ─────────────────────────────────────────────────────
     @classmethod
@@ -91,24 +90,24 @@ class Session:
         text.check(session_id, "session_id")  # InvalidText (a ValueError): NUL, lone surrogates
         check_id_length(session_id, "session id")
         self._backend.session_id = session_id
-        self.context.rekey(session_id)
+        self._context.rekey(session_id)
         return self
 
     def with_context(
         self, label: str, *, description: str | None = None, max_tokens: int | None = None, provider: Any = None
     ) -> Self:
         """Declare a context block; without a provider the ORM storage auto-wires one."""
-        self.context.with_context(label, description=description, max_tokens=max_tokens, provider=provider)
+        self._context.with_context(label, description=description, max_tokens=max_tokens, provider=provider)
         return self
 
     def with_cached_prompt(self, provider: Any = None) -> Self:
         """Persist the frozen system prompt; without a provider the ORM storage keeps it."""
-        self.context.with_cached_prompt(provider)
+        self._context.with_cached_prompt(provider)
         return self
 
     def on_compaction(self, fn: Callable[..., Any]) -> Self:
         """Set the compaction function ``fn(messages, context) -> CompactResult | None``."""
-        self.compaction.on_compaction(fn)
+        self._compaction.on_compaction(fn)
         return self
 
     def compact_after(self, threshold: int, token_counter: Callable[..., Any] | None = None) -> Self:
@@ -120,12 +119,12 @@ class Session:
         Unlike the built-in estimate, a custom counter reads the whole visible history
         after every append.
         """
-        self.compaction.compact_after(threshold, token_counter)
+        self._compaction.compact_after(threshold, token_counter)
         return self
 
     def on_compaction_error(self, handler: Callable[..., Any]) -> Self:
         """Receive errors of auto-compaction; a failing handler is swallowed."""
-        self.compaction.on_compaction_error(handler)
+        self._compaction.on_compaction_error(handler)
         return self
 
     # ── identity ────────────────────────────────────────────────────
@@ -144,6 +143,12 @@ class Session:
         """The registered configuration this session was built from, if any."""
         return self._config_name
 
+    @property
+    def compaction(self) -> CompactionHandle:
+        """What runners, the manager and the API ask of the compaction part: the threshold check, a
+        held run, error reports, the token estimate.  Overlays and ``compact()`` are the facade's."""
+        return self._compaction
+
     # ── messages ────────────────────────────────────────────────────
     def append_message(self, message: dict, parent_id: Any = OMITTED) -> bool:
         """Store a message; True if inserted, False if its id already exists here.
@@ -159,7 +164,7 @@ class Session:
         backend = self._backend
         outcome = backend.append_message_stats(message, parent_id, registry_stamp=registry_stamp)
         if outcome.inserted:
-            self.compaction.after_append(message["id"], path_tokens=outcome.path_tokens, parent_id=outcome.parent_id)
+            self._compaction.after_append(message["id"], path_tokens=outcome.path_tokens, parent_id=outcome.parent_id)
         return outcome.inserted, registry_stamp is not None and backend.stamps_registry
 
     def update_message(self, message: dict) -> Any:
@@ -167,19 +172,19 @@ class Session:
         if isinstance(message, dict) and isinstance(message.get("id"), str) and not text.storable(message["id"]):
             return False  # NUL or a lone surrogate: no stored message has this id
         validate_message(message)
-        self.compaction.forget_estimate()
+        self._compaction.forget_estimate()
         return self._backend.update_message(message)
 
     def delete_messages(self, message_ids: list[str]) -> Any:
         """Delete messages by id; their children stay as roots of their subtrees."""
-        self.compaction.forget_estimate()
+        self._compaction.forget_estimate()
         return self._backend.delete_messages(list(message_ids))
 
     def clear_messages(self) -> None:
         """Delete every message and overlay, forget loaded skills, refresh a stored prompt."""
         self._backend.clear_messages()
-        self.compaction.forget_estimate()
-        self.context.after_clear()
+        self._compaction.forget_estimate()
+        self._context.after_clear()
 
     def get_history(self, leaf_id: str | None = None) -> list[dict]:
         """Root→leaf path (latest leaf by default) with compaction overlays applied; ``[]`` if unknown."""
@@ -237,76 +242,80 @@ class Session:
     # ── context blocks, system prompt, skills, tools (SessionContext) ──
     def get_context_block(self, label: str) -> ContextBlock | None:
         """One block (read from its provider on first use), or None for an unknown label."""
-        return self.context.get_context_block(label)
+        return self._context.get_context_block(label)
 
     def get_context_blocks(self) -> list[ContextBlock]:
         """Every block in registration order (providers read on first use)."""
-        return self.context.get_context_blocks()
+        return self._context.get_context_blocks()
 
     def replace_context_block(self, label: str, content: str) -> ContextBlock:
         """Replace a writable block's content; ContextReadOnly / ContextTooLarge leave it unchanged."""
-        return self.context.replace_context_block(label, content)
+        return self._context.replace_context_block(label, content)
 
     def append_context_block(self, label: str, content: str) -> ContextBlock:
         """Append to a writable block (a ``"\\n"`` is inserted unless it is empty or ``content`` starts with one)."""
-        return self.context.append_context_block(label, content)
+        return self._context.append_context_block(label, content)
 
     def set_context_entry(
         self, label: str, content: str, *, title: str | None = None, description: str | None = None
     ) -> str:
         """Write a keyed entry to a skill/search block (key from ``title`` or the content); returns the key."""
-        return self.context.set_context_entry(label, content, title=title, description=description)
+        return self._context.set_context_entry(label, content, title=title, description=description)
 
     def search_context(self, label: str, query: str) -> Any:
         """Run a search block's ``search(query)`` and return the provider's results."""
-        return self.context.search_context(label, query)
+        return self._context.search_context(label, query)
 
     def add_context(
         self, label: str, *, description: str | None = None, max_tokens: int | None = None, provider: Any = None
     ) -> ContextBlock:
         """Add a block at runtime (ValueError on a duplicate label, or without a provider on custom storage)."""
-        return self.context.add_context(label, description=description, max_tokens=max_tokens, provider=provider)
+        return self._context.add_context(label, description=description, max_tokens=max_tokens, provider=provider)
 
     def remove_context(self, label: str) -> bool:
         """Remove a block (its stored content stays); False if there was none."""
-        return self.context.remove_context(label)
+        return self._context.remove_context(label)
+
+    def stored_system_prompt(self) -> str | None:
+        """The frozen prompt as stored (None before the first freeze); renders and stores nothing."""
+        return self._context.stored_system_prompt()
 
     def freeze_system_prompt(self) -> str:
         """The stored prompt; the first call renders and persists it (an empty stored prompt counts as stored)."""
-        return self.context.freeze_system_prompt()
+        return self._context.freeze_system_prompt()
 
     def refresh_system_prompt(self) -> str:
         """Re-read every provider, re-render and persist the prompt."""
-        return self.context.refresh_system_prompt()
+        return self._context.refresh_system_prompt()
 
     def system_prompt_for_estimate(self) -> str | None:
         """The frozen prompt if one is stored, else a render that is not persisted (estimates never freeze)."""
-        return self.context.system_prompt_for_estimate()
+        return self._context.system_prompt_for_estimate()
 
     def load_skill(self, label: str, key: str) -> str | None:
         """A skill's full text (recorded as loaded), or None when the provider has no such key."""
-        return self.context.load_skill(label, key)
+        return self._context.load_skill(label, key)
 
     def unload_skill(self, label: str, key: str) -> bool:
         """Rewrite the skill's ``load_context`` results in history to ``[skill unloaded: KEY]``; True if loaded."""
-        return self.context.unload_skill(label, key)
+        return self._context.unload_skill(label, key)
 
     def get_loaded_skill_keys(self) -> set[str]:
         """``"label:key"`` of each loaded skill; restored from history (bounded windows) only with skill blocks."""
-        return self.context.get_loaded_skill_keys()
+        return self._context.get_loaded_skill_keys()
 
     def tools(self) -> dict[str, Tool]:
         """The AI tools this session offers, by name."""
-        return self.context.tools()
+        return self._context.tools()
 
     # ── overlays and compaction (SessionCompaction) ─────────────────
     def add_compaction(self, summary: str, from_message_id: str, to_message_id: str) -> StoredCompaction:
         """Store an overlay replacing ``from..to`` with ``summary`` on read."""
-        return self.compaction.add_compaction(summary, from_message_id, to_message_id)
+        return self._compaction.add_compaction(summary, from_message_id, to_message_id)
 
     def get_compactions(self) -> list[StoredCompaction]:
         """Every stored overlay, oldest first."""
-        return self.compaction.get_compactions()
+        return self._compaction.get_compactions()
 
     def compact(self, leaf_id: str | None = None) -> CompactResult | None:
         """Summarise the middle of the path to ``leaf_id`` (latest leaf by default) into an overlay.
@@ -318,11 +327,11 @@ class Session:
         Raises ``CompactionNotConfigured`` without ``on_compaction``; the function's own
         errors (e.g. the summariser's) propagate.
         """
-        return self.compaction.compact(leaf_id)
+        return self._compaction.compact(leaf_id)
 
     async def acompact(self, leaf_id: str | None = None) -> CompactResult | None:
         """Async twin of :meth:`compact` (same lease); awaits the function (its ``acall`` when it has one)."""
-        return await self.compaction.acompact(leaf_id)
+        return await self._compaction.acompact(leaf_id)
 
     # ── async twins ─────────────────────────────────────────────────
     aappend_message = async_twin(append_message)
@@ -346,6 +355,7 @@ class Session:
     asearch_context = async_twin(search_context)
     aadd_context = async_twin(add_context)
     aremove_context = async_twin(remove_context)
+    astored_system_prompt = async_twin(stored_system_prompt)
     afreeze_system_prompt = async_twin(freeze_system_prompt)
     arefresh_system_prompt = async_twin(refresh_system_prompt)
     asystem_prompt_for_estimate = async_twin(system_prompt_for_estimate)

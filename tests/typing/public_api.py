@@ -17,13 +17,14 @@ from agent_sessions import (
     SessionManager,
     StoredCompaction,
 )
-from agent_sessions.session import SessionCompaction, SessionContext
+from agent_sessions.session.compaction import CompactionHandle
 
 
 async def session_api(session: Session) -> None:
     assert_type(Session.create().for_session("s").with_context("memory"), Session)
-    assert_type(session.context, SessionContext)
-    assert_type(session.compaction, SessionCompaction)
+    assert_type(session.compaction, CompactionHandle)
+    assert_type(session.stored_system_prompt(), str | None)
+    assert_type(await session.astored_system_prompt(), str | None)
     assert_type(await session.aget_history(), list[dict[Any, Any]])
     assert_type(await session.aappend_message({"id": "m", "role": "user", "parts": []}), bool)
     assert_type(await session.asearch("kyoto", limit=5), list[SearchResult])
