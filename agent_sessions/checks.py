@@ -305,21 +305,27 @@ def check_ambiguous_owners(app_configs=None, databases=None, **kwargs):
     return warnings
 
 
+def squashed_migrations() -> list[tuple[str, list[tuple[str, str]]]]:
+    """``(name, replaces)`` of each of this app's squashed migrations, read from the files."""
+    from django.db.migrations.loader import MigrationLoader
+
+    loader = MigrationLoader(None, load=False)
+    loader.load_disk()
+    return [
+        (name, list(migration.replaces))
+        for (app, name), migration in loader.disk_migrations.items()
+        if app == "agent_sessions" and migration.replaces
+    ]
+
+
 @checks.register(checks.Tags.database)
 def check_half_migrated(app_configs=None, databases=None, **kwargs):
     """A database part-way through the chain a squashed migration replaces: Django then leaves the app
     out of ``migrate`` without a word (the replaced files are gone), so the schema would stay behind."""
     from django.db import DatabaseError, connections
-    from django.db.migrations.loader import MigrationLoader
     from django.db.migrations.recorder import MigrationRecorder
 
-    loader = MigrationLoader(None, load=False)
-    loader.load_disk()
-    squashes = [
-        (name, migration.replaces)
-        for (app, name), migration in loader.disk_migrations.items()
-        if app == "agent_sessions" and migration.replaces
-    ]
+    squashes = squashed_migrations()
     errors = []
     for alias in databases or []:
         try:

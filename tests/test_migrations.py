@@ -274,8 +274,6 @@ def test_a_database_part_way_through_the_replaced_chain_is_stopped_by_check_and_
 
 
 def _replaced() -> list[tuple[str, str]]:
-    from django.db.migrations.loader import MigrationLoader
+    from agent_sessions.checks import squashed_migrations
 
-    loader = MigrationLoader(None, load=False)
-    loader.load_disk()
-    return loader.disk_migrations[("agent_sessions", SQUASH)].replaces
+    return dict(squashed_migrations())[SQUASH]
