@@ -65,6 +65,7 @@ if TYPE_CHECKING:  # the list of exports; at run time read by _exports() and loa
     from .manager import SessionManager as SessionManager
     from .session import CompactionRunner as CompactionRunner
     from .session import ContextConfig as ContextConfig
+    from .session import ModelCall as ModelCall
     from .session import Session as Session
     from .storage.base import SessionProvider as SessionProvider
     from .storage.orm import DjangoSessionProvider as DjangoSessionProvider

@@ -333,6 +333,68 @@ class ApiKey(models.Model):
         return key, token
 
 
+class ModelCallRecord(models.Model):
+    """One recorded model call (SPEC §8): what the model was given and what came of it.
+
+    The input is referenced, never copied: the last message it saw (``leaf_id``; the path
+    to it is the history), and the hashes of the prompt text, the tool list and the
+    overlays applied, whose content is kept once per session in :class:`ModelCallContent`.
+    """
+
+    seq = models.BigAutoField(primary_key=True)
+    call_id = models.TextField(db_column="id")
+    session_id = models.TextField()
+    message_id = models.TextField(null=True, blank=True, help_text="The reply this call produced.")  # noqa: DJ001
+    leaf_id = models.TextField(null=True, blank=True, help_text="The last stored message the model saw.")  # noqa: DJ001
+    overlays = models.TextField(default="[]", help_text="JSON list: content hashes of the overlays applied.")
+    system_hash = models.TextField(null=True, blank=True)  # noqa: DJ001
+    tools_hash = models.TextField(null=True, blank=True)  # noqa: DJ001
+    model = models.TextField()
+    params = models.TextField(default="{}", help_text="The call's parameters as JSON.")
+    usage = models.TextField(null=True, blank=True, help_text="Token usage as JSON.")  # noqa: DJ001
+    cost = models.FloatField(null=True, blank=True)
+    latency_ms = models.FloatField(null=True, blank=True)
+    status = models.TextField(help_text="ok, error, cancelled or unfinished.")
+    error = models.TextField(default="", blank=True)
+    started_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "agent_sessions_model_calls"
+        verbose_name = "model call"
+        ordering = ["-started_at", "-seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["session_id", "call_id"], name="agent_sessions_model_calls_id_uniq"),
+        ]
+        indexes = [
+            models.Index(fields=["session_id", "started_at", "seq"], name="as_model_calls_time"),
+            models.Index(fields=["session_id", "message_id"], name="as_model_calls_message"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.model}:{self.call_id}"
+
+
+class ModelCallContent(models.Model):
+    """A prompt text, tool list or overlay that a recorded call saw, stored once per session by hash."""
+
+    seq = models.BigAutoField(primary_key=True)
+    session_id = models.TextField()
+    hash = models.TextField()
+    kind = models.TextField(help_text="system, tools or overlay.")
+    content = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now, db_default=Now())
+
+    class Meta:
+        db_table = "agent_sessions_model_call_content"
+        verbose_name = "model call content"
+        constraints = [
+            models.UniqueConstraint(fields=["session_id", "hash"], name="agent_sessions_model_call_content_uniq"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.hash}"
+
+
 # Database triggers (see agent_sessions.triggers), registered with django-pgtrigger.
 pgtrigger.register(triggers.cascade_session_delete, triggers.count_existing_messages)(SessionRecord)
 pgtrigger.register(triggers.protect_message_tree, triggers.count_inserted_messages, triggers.count_deleted_messages)(

@@ -92,6 +92,7 @@ def test_async_twins_are_declared_in_the_class_body_for_each_public_method(cls):
         assert inspect.iscoroutinefunction(getattr(cls, twin)), twin
     builders = {"create", "for_session", "with_context", "with_cached_prompt", "on_compaction", "compact_after"}
     builders |= {"on_compaction_error", "with_searchable_history", "replay", "compact", "acompact"}
+    builders |= {"model_call", "amodel_call"}  # a context manager and its async twin (SPEC §8)
     public = {
         name
         for name, value in vars(cls).items()

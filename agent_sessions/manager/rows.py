@@ -16,7 +16,16 @@ from django.db.models.lookups import LessThanOrEqual
 
 from .. import conf, registry, text
 from ..exceptions import InvalidUsage, SessionNotFound
-from ..models import Compaction, CompactionJob, ContextBlockRecord, Message, SearchEntry, SessionRecord
+from ..models import (
+    Compaction,
+    CompactionJob,
+    ContextBlockRecord,
+    Message,
+    ModelCallContent,
+    ModelCallRecord,
+    SearchEntry,
+    SessionRecord,
+)
 from ..storage import backends, owners, session_rows
 from ..storage.owners import PROMPT_KEY
 from ..types import SessionInfo
@@ -258,7 +267,7 @@ def copy_namespaced(using: str, source_id: str, target_id: str, *, prompt: bool,
 
 def purge(using: str, session_id: str, labels: Iterable[str] = ()) -> None:
     """Delete the session's messages, overlays, context blocks (incl. the stored prompt), search
-    entries, auto-compaction job and registry row.  Call inside a transaction.
+    entries, auto-compaction job, model-call records and registry row.  Call inside a transaction.
 
     Its blocks and entries: those it owns, and ownerless ones under exact keys of ``labels``."""
     if not session_id:
@@ -270,4 +279,6 @@ def purge(using: str, session_id: str, labels: Iterable[str] = ()) -> None:
     owners.owned(ContextBlockRecord, using, session_id, labels).delete()
     owners.owned(SearchEntry, using, session_id, labels).delete()
     CompactionJob.objects.using(using).filter(session_id=session_id).delete()
+    ModelCallRecord.objects.using(using).filter(session_id=session_id).delete()
+    ModelCallContent.objects.using(using).filter(session_id=session_id).delete()
     SessionRecord.objects.using(using).filter(id=session_id).delete()

@@ -32,6 +32,7 @@ from ..types import (
 from . import tool_results
 from .compaction import CompactionHandle, CompactionRunner, SessionCompaction
 from .context import ContextConfig, SessionContext
+from .model_calls import AsyncModelCall, ModelCall, SessionModelCalls
 
 __all__ = ["Session"]
 
@@ -73,6 +74,7 @@ class Session:
             token_counter=token_counter,
             on_compaction_error=on_compaction_error,
         )
+        self._model_calls = SessionModelCalls(self, backend)
 
     # ── builder ─────────────────────────────────────────────────────
     @classmethod
@@ -91,6 +93,7 @@ class Session:
         check_id_length(session_id, "session id")
         self._backend.session_id = session_id
         self._context.rekey(session_id)
+        self._model_calls.rekey(session_id)
         return self
 
     def with_context(
@@ -183,6 +186,7 @@ class Session:
     def clear_messages(self) -> None:
         """Delete every message and overlay, forget loaded skills, refresh a stored prompt."""
         self._backend.clear_messages()
+        self._model_calls.clear()
         self._compaction.forget_estimate()
         self._context.after_clear()
 
@@ -238,6 +242,33 @@ class Session:
         writes nothing.
         """
         return tool_results.add_tool_result(self, tool_call_id, output, error=error, message_id=message_id)
+
+    # ── model-call records (SessionModelCalls, SPEC §8) ─────────────
+    def model_call(
+        self, *, model: str, params: dict | None = None, tools: list | None = None, leaf_id: str | None = None
+    ) -> ModelCall:
+        """A context manager recording one model call: at entry it snapshots the frozen prompt, the visible
+        path (latest leaf, or ``leaf_id``) and the tools (the session's own when ``tools`` is None), given as
+        ``call.system`` / ``call.messages`` / ``call.tools``.  ``call.finish(message, usage=, cost=)``
+        appends the reply under the input's last message; an exception leaving the block is recorded
+        (``status="error"``) and re-raised."""
+        return ModelCall(self._model_calls, self, model=model, params=params, tools=tools, leaf_id=leaf_id)
+
+    def amodel_call(
+        self, *, model: str, params: dict | None = None, tools: list | None = None, leaf_id: str | None = None
+    ) -> AsyncModelCall:
+        """Async twin of :meth:`model_call` (``async with``; ``await call.finish(...)``)."""
+        return AsyncModelCall(self._model_calls, self, model=model, params=params, tools=tools, leaf_id=leaf_id)
+
+    def model_input(self, message_id: str) -> dict | None:
+        """What the model was given for ``message_id``: ``system``, ``messages`` (as sent), ``tools``,
+        ``model``, ``params``, ``usage``, ``cost``, ``latency_ms``, ``status``, ``error``, ``started_at``;
+        None when no recorded call produced it."""
+        return self._model_calls.model_input(message_id)
+
+    def model_calls(self, *, limit: int | None = None, offset: int = 0) -> list[dict]:
+        """This session's recorded model calls, newest first."""
+        return self._model_calls.model_calls(limit=limit, offset=offset)
 
     # ── context blocks, system prompt, skills, tools (SessionContext) ──
     def get_context_block(self, label: str) -> ContextBlock | None:
@@ -363,5 +394,7 @@ class Session:
     aunload_skill = async_twin(unload_skill)
     aget_loaded_skill_keys = async_twin(get_loaded_skill_keys)
     atools = async_twin(tools)
+    amodel_input = async_twin(model_input)
+    amodel_calls = async_twin(model_calls)
     aadd_compaction = async_twin(add_compaction)
     aget_compactions = async_twin(get_compactions)

@@ -50,6 +50,12 @@ class ProviderBackend:
     def get_history(self, leaf_id: str | None = None) -> list[dict]:
         return call(self._provider.get_history, leaf_id)
 
+    def get_raw_path(self, leaf_id: str | None = None) -> list[dict]:
+        """The provider's own ``get_raw_path`` when it has one; else its history, which shows the
+        overlays it holds now (a custom storage keeps no other view of the stored path)."""
+        own = getattr(self._provider, "get_raw_path", None)
+        return call(own if own is not None else self._provider.get_history, leaf_id)
+
     def get_latest_leaf(self) -> dict | None:
         return call(self._provider.get_latest_leaf)
 

@@ -3,7 +3,8 @@
 A document holds everything keyed by the session id: its registry row, every
 message row in insertion order with its parent id (so branches survive), the
 compaction overlays, the context blocks and search entries it owns (keyed
-``<label>_<session id>``; the stored prompt is one of them), see storage/owners.py.  Derived columns
+``<label>_<session id>``; the stored prompt is one of them), see storage/owners.py, and its
+model-call records with the prompt texts, tool lists and overlays they saw (SPEC §8).  Derived columns
 (``text_content``, ``tokens``, ``depth``, ``path_tokens``) are not exported:
 the import recomputes them, so a hand-edited file cannot make them lie.
 """
@@ -22,7 +23,16 @@ from django.utils.dateparse import parse_datetime
 from agent_sessions import conf
 from agent_sessions.manager import rows as session_rows
 from agent_sessions.manager.rows import RECORD_FIELDS
-from agent_sessions.models import Compaction, ContextBlockRecord, Message, SearchEntry, SessionRecord
+from agent_sessions.models import (
+    Compaction,
+    ContextBlockRecord,
+    Message,
+    ModelCallContent,
+    ModelCallRecord,
+    SearchEntry,
+    SessionRecord,
+)
+from agent_sessions.session.model_calls import to_json
 from agent_sessions.storage.orm import DjangoSessionProvider
 from agent_sessions.tokens import estimate_one_message_tokens
 from agent_sessions.types import stored_fields
@@ -78,6 +88,40 @@ def _message(row: dict) -> dict:
     return entry
 
 
+def _model_calls(using: str, session_id: str) -> tuple[list[dict], list[dict]]:
+    """The session's model-call records (oldest first) and the content they reference."""
+    calls = [
+        {
+            "id": row.call_id,
+            "message_id": row.message_id,
+            "leaf_id": row.leaf_id,
+            "overlays": _loads(row.overlays, []),
+            "system_hash": row.system_hash,
+            "tools_hash": row.tools_hash,
+            "model": row.model,
+            "params": _loads(row.params, {}),
+            "usage": _loads(row.usage, None),
+            "cost": row.cost,
+            "latency_ms": row.latency_ms,
+            "status": row.status,
+            "error": row.error,
+            "started_at": _stamp(row.started_at),
+        }
+        for row in ModelCallRecord.objects.using(using).filter(session_id=session_id).order_by("seq")
+    ]
+    contents = ModelCallContent.objects.using(using).filter(session_id=session_id).order_by("seq")
+    return calls, [{"hash": c.hash, "kind": c.kind, "content": c.content} for c in contents]
+
+
+def _loads(value: str | None, default: Any) -> Any:
+    if value is None:
+        return default
+    try:
+        return json.loads(value)
+    except ValueError:
+        return default
+
+
 def export_session(using: str, session_id: str, on_message: Callable[[], None] = lambda: None) -> dict:
     """The session's document; ``on_message`` is called once per exported message row (progress)."""
     record = SessionRecord.objects.using(using).select_related("owner").filter(id=session_id).first()
@@ -94,6 +138,7 @@ def export_session(using: str, session_id: str, on_message: Callable[[], None] =
     overlays = Compaction.objects.using(using).filter(session_id=session_id).order_by("seq")
     blocks = namespaced(ContextBlockRecord, using, session_id).order_by("label")
     entries = namespaced(SearchEntry, using, session_id).order_by("seq")
+    calls, call_content = _model_calls(using, session_id)
     return {
         "format": FORMAT,
         "session_id": session_id,
@@ -122,6 +167,8 @@ def export_session(using: str, session_id: str, on_message: Callable[[], None] =
             }
             for e in entries
         ],
+        "model_calls": calls,
+        "model_call_content": call_content,
     }
 
 
@@ -284,5 +331,29 @@ def import_session(using: str, document: dict) -> int:
             **_stamps(created_at=e.get("created_at"), updated_at=e.get("updated_at")),
         )
         for e in document.get("search_entries", [])
+    )
+    ModelCallContent.objects.using(using).bulk_create(
+        ModelCallContent(session_id=session_id, hash=c["hash"], kind=c["kind"], content=c["content"])
+        for c in document.get("model_call_content", [])
+    )
+    ModelCallRecord.objects.using(using).bulk_create(
+        ModelCallRecord(
+            call_id=c["id"],
+            session_id=session_id,
+            message_id=c.get("message_id"),
+            leaf_id=c.get("leaf_id"),
+            overlays=to_json(c.get("overlays") or []),
+            system_hash=c.get("system_hash"),
+            tools_hash=c.get("tools_hash"),
+            model=c["model"],
+            params=to_json(c.get("params") or {}),
+            usage=None if c.get("usage") is None else to_json(c["usage"]),
+            cost=c.get("cost"),
+            latency_ms=c.get("latency_ms"),
+            status=c["status"],
+            error=c.get("error") or "",
+            started_at=_when(c["started_at"], "started_at"),
+        )
+        for c in document.get("model_calls", [])
     )
     return len(rows)

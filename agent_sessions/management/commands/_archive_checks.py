@@ -19,13 +19,14 @@ from agent_sessions import conf
 from agent_sessions.exceptions import ArchiveError, InvalidMessage, InvalidText
 from agent_sessions.models import Compaction, Message, SessionRecord, owner_candidates
 from agent_sessions.session.context import PROMPT_KEY
+from agent_sessions.session.model_calls import content_hash, to_json
 from agent_sessions.types import check_indexed, message_id, validate_message
 
 from . import _fields as f
 from ._archive import FORMAT
 from ._fields import BadField
 
-LISTS = ("messages", "compactions", "context_blocks", "search_entries")
+LISTS = ("messages", "compactions", "context_blocks", "search_entries", "model_calls", "model_call_content")
 _IN_CHUNK = 500
 
 
@@ -54,6 +55,8 @@ def check_document(document: Any, *, contents: bool = True) -> Checked:
         _check_record(f.obj(record, "session"), session_id)
     ids = _check_messages(document["messages"], limits, contents)
     _check_compactions(document["compactions"], ids, limits.id_bytes)
+    hashes = _check_call_content(document["model_call_content"])
+    _check_model_calls(document["model_calls"], hashes, limits.id_bytes)
     checked = Checked(session_id)
     _check_blocks(document["context_blocks"], checked)
     _check_entries(document["search_entries"], checked)
@@ -193,6 +196,59 @@ def _check_compactions(entries: list, message_ids: dict[str, int], id_bytes: int
             if ref not in message_ids:
                 raise BadField(f"{where}.{name}", f"{ref!r} is not a message of this session")
         overlay["created_at"] = f.stamp(overlay.get("created_at"), f"{where}.created_at")
+
+
+CALL_STATUSES = ("ok", "error", "cancelled", "unfinished")
+
+
+def _check_call_content(entries: list) -> set[str]:
+    """Each content entry's hash must be its content's (so a hand edit cannot make a record lie)."""
+    seen: set[str] = set()
+    for index, raw in enumerate(entries):
+        where = f"model_call_content[{index}]"
+        entry = f.obj(raw, where)
+        kind = f.text(entry.get("kind"), f"{where}.kind")
+        body = f.text(entry.get("content"), f"{where}.content")
+        key = f.text(entry.get("hash"), f"{where}.hash")
+        if key != content_hash(kind, body):
+            raise BadField(f"{where}.hash", "does not match the content")
+        if key in seen:
+            raise BadField(f"{where}.hash", f"duplicate content {key!r}")
+        seen.add(key)
+    return seen
+
+
+def _check_model_calls(entries: list, hashes: set[str], id_bytes: int) -> None:
+    seen: set[str] = set()
+    for index, raw in enumerate(entries):
+        where = f"model_calls[{index}]"
+        call = f.obj(raw, where)
+        cid = f.ident(call.get("id"), f"{where}.id", id_bytes=id_bytes)
+        if cid in seen:
+            raise BadField(f"{where}.id", f"duplicate model call id {cid!r}")
+        seen.add(cid)
+        for name in ("message_id", "leaf_id"):
+            f.ident(call.get(name), f"{where}.{name}", nullable=True, id_bytes=id_bytes)
+        refs = [
+            call.get("system_hash"),
+            call.get("tools_hash"),
+            *f.array(call.get("overlays", []), f"{where}.overlays"),
+        ]
+        for ref in refs:
+            if ref is not None and ref not in hashes:
+                raise BadField(where, f"references content {ref!r} that the document does not hold")
+        f.text(call.get("model"), f"{where}.model")
+        if call.get("status") not in CALL_STATUSES:
+            raise BadField(f"{where}.status", f"must be one of {', '.join(CALL_STATUSES)}")
+        f.text(call.get("error") or "", f"{where}.error")
+        f.obj(call.get("params") or {}, f"{where}.params")
+        for name in ("cost", "latency_ms"):
+            f.amount(call.get(name), f"{where}.{name}")
+        call["started_at"] = f.stamp(call.get("started_at"), f"{where}.started_at", nullable=False)
+        try:
+            to_json([call.get("params"), call.get("usage")])
+        except ValueError as exc:
+            raise BadField(where, f"params or usage cannot be stored: {exc}") from None
 
 
 def _label(value: Any, where: str, session_id: str) -> str:

@@ -1,0 +1,393 @@
+"""Model-call records (SPEC §8): snapshot what a model is given, append its reply, answer "what did it see?".
+
+A call is recorded by reference: the last stored message it saw (the path to it is the history),
+and the hashes of the prompt text, the tool list and each overlay applied, whose content is kept
+once per session (:mod:`agent_sessions.storage.model_calls`).  The overlay's content is copied
+there, so an operator deleting the live overlay, a later compaction or a prompt refresh does not
+change the answer of :meth:`SessionModelCalls.model_input`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import time
+import uuid
+from collections.abc import Generator
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from asgiref.sync import sync_to_async
+from django.utils import timezone
+
+from .. import text
+from ..overlays import apply_overlays
+from ..storage.model_calls import ModelCallStore
+from ..tools import Tool
+from ..types import COMPACTION_PREFIX, StoredCompaction
+
+if TYPE_CHECKING:
+    from ..storage.base import SessionBackend
+    from .facade import Session
+
+__all__ = ["ModelCall", "SessionModelCalls"]
+
+log = logging.getLogger(__name__)
+
+SYSTEM, TOOLS, OVERLAY = "system", "tools", "overlay"
+
+
+def to_json(value: Any) -> str:
+    """Compact JSON of ``value`` that both databases store alike; objects the json module does not know
+    (Pydantic models, dataclasses, SDK objects) are written as their fields, or as their text."""
+    dumped = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_plain, allow_nan=False)
+    return dumped if text.storable(dumped) else json.dumps(value, separators=(",", ":"), default=_plain)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Tool):
+        return tool_spec(value)
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return str(value)
+
+
+def tool_spec(tool: Tool) -> dict[str, Any]:
+    """The JSON a model is offered for one of the session's tools."""
+    return {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
+
+
+def content_hash(kind: str, content: str) -> str:
+    """The key a content row is stored under: 128 bits of SHA-256 over the kind and the text."""
+    return hashlib.sha256(f"{kind}\n{content}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def overlay_json(overlay: StoredCompaction) -> str:
+    return to_json(
+        {
+            "id": overlay.id,
+            "summary": overlay.summary,
+            "from_message_id": overlay.from_message_id,
+            "to_message_id": overlay.to_message_id,
+        }
+    )
+
+
+def overlay_from_json(content: str) -> StoredCompaction | None:
+    try:
+        data = json.loads(content)
+        return StoredCompaction(
+            id=str(data["id"]),
+            summary=str(data["summary"]),
+            from_message_id=str(data["from_message_id"]),
+            to_message_id=str(data["to_message_id"]),
+            created_at=None,
+        )
+    except (ValueError, KeyError, TypeError):
+        return None  # a content row a foreign writer damaged: the overlay is not applied
+
+
+@dataclasses.dataclass
+class Snapshot:
+    """The input of one model call, as it was at the call's start."""
+
+    system: str | None
+    messages: list[dict]
+    tools: list[Any]
+    leaf_id: str | None
+    overlays: list[StoredCompaction]
+
+
+class SessionModelCalls:
+    """A session's model-call part: snapshots, records, and the exact input of a recorded reply."""
+
+    def __init__(self, session: Session, backend: SessionBackend) -> None:
+        self._session = session
+        self._backend = backend
+        self._store = ModelCallStore(backend.session_id, backend.alias)
+
+    def rekey(self, session_id: str) -> None:
+        self._store.rekey(session_id)
+
+    # ── recording ───────────────────────────────────────────────────
+    def snapshot(self, tools: list[Any] | None, leaf_id: str | None) -> Snapshot:
+        """The frozen prompt, the visible path (latest leaf, or ``leaf_id``) and the tools offered."""
+        session = self._session
+        system = session.freeze_system_prompt()
+        messages = self._backend.get_history(leaf_id)
+        offered = [tool_spec(t) for t in session.tools().values()] if tools is None else list(tools)
+        applied: list[StoredCompaction] = []
+        last = messages[-1]["id"] if messages else None
+        if any(str(m.get("id", "")).startswith(COMPACTION_PREFIX) for m in messages):
+            by_summary = {COMPACTION_PREFIX + c.id: c for c in self._backend.get_compactions()}
+            applied = [by_summary[m["id"]] for m in messages if m.get("id") in by_summary]
+            if last in by_summary:
+                last = by_summary[last].to_message_id  # the overlay reaches the leaf: its stored end
+        return Snapshot(system, messages, offered, leaf_id or last, applied)
+
+    def record(self, call: ModelCall, *, status: str, message_id: str | None = None, error: str = "") -> None:
+        """Store the call's row, and whichever of its prompt, tools and overlays this session lacks."""
+        snap = call.snapshot
+        contents: list[tuple[str, str, str]] = []
+
+        def keep(kind: str, content: str) -> str:
+            key = content_hash(kind, content)
+            contents.append((key, kind, content))
+            return key
+
+        system_hash = None if snap.system is None else keep(SYSTEM, snap.system)
+        tools_hash = keep(TOOLS, to_json(snap.tools))
+        overlays = [keep(OVERLAY, overlay_json(o)) for o in snap.overlays]
+        record = {
+            "call_id": call.id,
+            "message_id": message_id,
+            "leaf_id": snap.leaf_id,
+            "overlays": to_json(overlays),
+            "system_hash": system_hash,
+            "tools_hash": tools_hash,
+            "model": call.model,
+            "params": to_json(call.params),
+            "usage": None if call.usage is None else to_json(call.usage),
+            "cost": call.cost,
+            "latency_ms": call.latency_ms,
+            "status": status,
+            "error": error,
+            "started_at": call.started_at,
+        }
+        self._store.save(record, contents)
+
+    # ── reading ─────────────────────────────────────────────────────
+    def model_input(self, message_id: str) -> dict[str, Any] | None:
+        """The exact input of the call that produced ``message_id``, or None when no recorded call did."""
+        if not isinstance(message_id, str) or not text.storable(message_id):
+            return None
+        row = self._store.for_message(message_id)
+        if row is None:
+            return None
+        overlay_hashes = hash_list(row["overlays"])
+        contents = self._store.contents([row["system_hash"], row["tools_hash"], *overlay_hashes])
+        overlays = [o for o in (overlay_from_json(contents.get(h, "")) for h in overlay_hashes) if o is not None]
+        path = self._backend.get_raw_path(row["leaf_id"]) if row["leaf_id"] else []
+        tools = _json_or(contents.get(row["tools_hash"] or ""), [])
+        return {
+            **_public(row),
+            "system": contents.get(row["system_hash"] or "") if row["system_hash"] else None,
+            "messages": apply_overlays(path, overlays),
+            "tools": tools if isinstance(tools, list) else [],
+        }
+
+    def model_calls(self, *, limit: int | None = None, offset: int = 0) -> list[dict[str, Any]]:
+        """The session's recorded calls, newest first."""
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+            raise ValueError("limit must be a non-negative integer or None")
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValueError("offset must be a non-negative integer")
+        return [_public(row) for row in self._store.page(limit, offset)]
+
+    def clear(self) -> None:
+        """Forget every record of the session (``clear_messages``)."""
+        self._store.delete_all()
+
+
+def _json_or(value: str | None, default: Any) -> Any:
+    if value is None:
+        return default
+    try:
+        return json.loads(value)
+    except ValueError:
+        return default
+
+
+def hash_list(value: str | None) -> list[str]:
+    """The content hashes of a record's ``overlays`` column (anything else in it is ignored)."""
+    data = _json_or(value, [])
+    return [h for h in data if isinstance(h, str)] if isinstance(data, list) else []
+
+
+def _public(row: dict[str, Any]) -> dict[str, Any]:
+    """A stored row as the public API returns it."""
+    params = _json_or(row["params"], {})
+    return {
+        "id": row["call_id"],
+        "message_id": row["message_id"],
+        "leaf_id": row["leaf_id"],
+        "model": row["model"],
+        "params": params if isinstance(params, dict) else {},
+        "usage": _json_or(row["usage"], None),
+        "cost": row["cost"],
+        "latency_ms": row["latency_ms"],
+        "status": row["status"],
+        "error": row["error"] or None,
+        "started_at": row["started_at"],
+    }
+
+
+class ModelCall:
+    """One model call (``with session.model_call(model=...) as call``): its input, taken at entry, and
+    :meth:`finish` to append the reply.  ``system``, ``messages`` and ``tools`` are what to send."""
+
+    def __init__(
+        self,
+        calls: SessionModelCalls,
+        session: Session,
+        *,
+        model: str,
+        params: dict | None,
+        tools: list[Any] | None,
+        leaf_id: str | None,
+    ) -> None:
+        if not isinstance(model, str) or not model or not text.storable(model):
+            raise ValueError("model must be a non-empty string")
+        if params is not None and not isinstance(params, dict):
+            raise ValueError("params must be a dict or None")
+        self._calls = calls
+        self._session = session
+        self.id = uuid.uuid4().hex
+        self.model = model
+        self.params: dict = dict(params or {})
+        to_json(self.params)  # refuse what cannot be stored (NaN) before the model runs
+        self._tools = tools
+        self._leaf_id = leaf_id
+        self.usage: Any = None
+        self.cost: float | None = None
+        self.latency_ms: float | None = None
+        self.started_at: datetime | None = None
+        self.message: dict | None = None
+        self._started = 0.0
+        self._snapshot: Snapshot | None = None
+        self._finished = False
+
+    # ── the input ───────────────────────────────────────────────────
+    @property
+    def snapshot(self) -> Snapshot:
+        if self._snapshot is None:
+            raise RuntimeError("the model call has not started: use it as a context manager")
+        return self._snapshot
+
+    @property
+    def system(self) -> str | None:
+        """The frozen system prompt the model is given."""
+        return self.snapshot.system
+
+    @property
+    def messages(self) -> list[dict]:
+        """The visible history (overlays applied) the model is given."""
+        return self.snapshot.messages
+
+    @property
+    def tools(self) -> list[Any]:
+        """The tools offered: the session's own AI tools (name, description, parameters) unless given."""
+        return self.snapshot.tools
+
+    @property
+    def leaf_id(self) -> str | None:
+        """The last stored message of the input: the reply's parent."""
+        return self.snapshot.leaf_id
+
+    def start(self) -> ModelCall:
+        """Take the snapshot and start the clock (``__enter__`` does this)."""
+        self._snapshot = self._calls.snapshot(self._tools, self._leaf_id)
+        self.started_at = timezone.now()
+        self._started = time.perf_counter()
+        return self
+
+    # ── the outcome ─────────────────────────────────────────────────
+    def finish(self, message: dict, *, usage: Any = None, cost: float | None = None) -> dict:
+        """Append ``message`` as the child of the input's last message and record the call; returns it."""
+        self._check_open()
+        self._measure(usage, cost)
+        self._session.append_message(message, self.snapshot.leaf_id)
+        self._finished = True
+        self.message = message
+        self._calls.record(self, status="ok", message_id=message["id"])
+        return message
+
+    def _check_open(self) -> None:
+        if self._snapshot is None:
+            raise RuntimeError("the model call has not started: use it as a context manager")
+        if self._finished:
+            raise RuntimeError("finish() was already called for this model call")
+
+    def _measure(self, usage: Any, cost: float | None) -> None:
+        if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float)) or cost != cost):
+            raise ValueError("cost must be a number or None")
+        self.usage = usage
+        self.cost = None if cost is None else float(cost)
+        self.latency_ms = (time.perf_counter() - self._started) * 1000.0
+
+    def close(self, error: BaseException | None) -> None:
+        """End the call: an error (or a block left without :meth:`finish`) is recorded, never raised here."""
+        if self._finished or self._snapshot is None:
+            return
+        self._finished = True
+        if self.latency_ms is None:
+            self.latency_ms = (time.perf_counter() - self._started) * 1000.0
+        if error is None:
+            status, reason = "unfinished", ""
+        elif isinstance(error, Exception):
+            status, reason = "error", str(error) or type(error).__name__
+        else:
+            status, reason = "cancelled", type(error).__name__
+        try:
+            self._calls.record(self, status=status, error=reason[:10_000])
+        except Exception:  # noqa: BLE001 - never mask the caller's own exception
+            log.exception(
+                "agent_sessions: could not record model call %s of session %r", self.id, self._session.session_id
+            )
+
+    def __enter__(self) -> ModelCall:
+        return self.start()
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        self.close(exc)
+
+
+class AsyncModelCall(ModelCall):
+    """The async twin (``async with session.amodel_call(model=...) as call``); ``await call.finish(...)``
+    (or ``call.afinish``).  A ``finish`` left unawaited is carried out when the block ends."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._pending: _PendingFinish | None = None
+
+    async def afinish(self, message: dict, *, usage: Any = None, cost: float | None = None) -> dict:
+        """Async twin of :meth:`ModelCall.finish`."""
+        return await sync_to_async(ModelCall.finish, thread_sensitive=True)(self, message, usage=usage, cost=cost)
+
+    def finish(self, message: dict, *, usage: Any = None, cost: float | None = None) -> Any:
+        self._check_open()
+        if self._pending is not None:
+            raise RuntimeError("finish() was already called for this model call")
+        self._pending = _PendingFinish(self, message, usage, cost)
+        return self._pending
+
+    async def __aenter__(self) -> AsyncModelCall:
+        await sync_to_async(self.start, thread_sensitive=True)()
+        return self
+
+    async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        pending = self._pending
+        if exc is None and pending is not None and not pending.done:
+            await pending
+        await sync_to_async(self.close, thread_sensitive=True)(exc)
+
+
+class _PendingFinish:
+    """What ``AsyncModelCall.finish`` returns: awaiting it appends now; otherwise the block's end does."""
+
+    def __init__(self, call: AsyncModelCall, message: dict, usage: Any, cost: float | None) -> None:
+        self.call, self.message, self.usage, self.cost = call, message, usage, cost
+        self.done = False
+
+    def __await__(self) -> Generator[Any, None, dict]:
+        self.done = True
+        return self.call.afinish(self.message, usage=self.usage, cost=self.cost).__await__()

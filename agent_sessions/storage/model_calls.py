@@ -1,0 +1,93 @@
+"""The rows of model-call records (SPEC §8): a call, the content it saw (once per session), reads back.
+
+Content rows are written with ``INSERT … ON CONFLICT DO NOTHING`` and only for hashes this
+store has not written or read yet, so a conversation's hundredth call with the same prompt and
+tools inserts one row, the call's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ..models import ModelCallContent, ModelCallRecord
+
+FIELDS = (
+    "call_id",
+    "message_id",
+    "leaf_id",
+    "overlays",
+    "system_hash",
+    "tools_hash",
+    "model",
+    "params",
+    "usage",
+    "cost",
+    "latency_ms",
+    "status",
+    "error",
+    "started_at",
+)
+"""The columns a read returns, in this order (``seq`` aside)."""
+
+
+class ModelCallStore:
+    """One session's model-call rows in one Django database (``using`` None: the routers choose)."""
+
+    def __init__(self, session_id: str, using: str | None) -> None:
+        self.session_id = session_id
+        self.using = using
+        self._known: set[str] = set()
+
+    def rekey(self, session_id: str) -> None:
+        """Point the store at another session (``Session.for_session``)."""
+        if session_id != self.session_id:
+            self.session_id = session_id
+            self._known.clear()
+
+    def _calls(self) -> Any:
+        return ModelCallRecord.objects.using(self.using).filter(session_id=self.session_id)
+
+    def save(self, record: dict[str, Any], contents: Iterable[tuple[str, str, str]]) -> None:
+        """Insert the call ``record`` (the columns of :data:`FIELDS`), and each ``(hash, kind, content)``
+        this session does not hold yet."""
+        new = {h: (kind, text) for h, kind, text in contents if h not in self._known}
+        if new:
+            ModelCallContent.objects.using(self.using).bulk_create(
+                [ModelCallContent(session_id=self.session_id, hash=h, kind=k, content=c) for h, (k, c) in new.items()],
+                ignore_conflicts=True,
+            )
+        ModelCallRecord.objects.using(self.using).bulk_create([ModelCallRecord(session_id=self.session_id, **record)])
+        self._known.update(new)
+
+    def for_message(self, message_id: str) -> dict[str, Any] | None:
+        """The newest successful call that produced ``message_id`` (else the newest of any status), or None."""
+        rows = list(self._calls().filter(message_id=message_id).order_by("-seq").values(*FIELDS)[:20])
+        if not rows:
+            return None
+        return next((r for r in rows if r["status"] == "ok"), rows[0])
+
+    def page(self, limit: int | None, offset: int) -> list[dict[str, Any]]:
+        """The session's calls, newest first (by start, then by insertion: a stable order)."""
+        rows = self._calls().order_by("-started_at", "-seq").values(*FIELDS)
+        return list(rows[offset : None if limit is None else offset + limit])
+
+    def count(self) -> int:
+        """How many calls the session has recorded."""
+        return self._calls().count()
+
+    def contents(self, hashes: Iterable[str | None]) -> dict[str, str]:
+        """``{hash: content}`` for the hashes this session holds (unknown ones are left out)."""
+        wanted = {h for h in hashes if h}
+        if not wanted:
+            return {}
+        rows = ModelCallContent.objects.using(self.using).filter(session_id=self.session_id, hash__in=wanted)
+        found = dict(rows.values_list("hash", "content"))
+        self._known.update(found)
+        return found
+
+    def delete_all(self) -> None:
+        """Forget every call of the session and the content only they referenced."""
+        self._calls().delete()
+        ModelCallContent.objects.using(self.using).filter(session_id=self.session_id).delete()
+        self._known.clear()
