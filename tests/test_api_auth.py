@@ -48,6 +48,8 @@ SESSION_ROUTES = [
     ("put", "/messages", {"message": ui("m9")}),
     ("post", "/delete-messages", {"ids": ["m1"]}),
     ("get", "/messages/m1", None),
+    ("get", "/messages/m1/model-input", None),
+    ("get", "/model-calls", None),
     ("put", "/messages/m1", ui("m1", "changed")),
     ("get", "/history", None),
     ("get", "/branches?message_id=m1", None),

@@ -13,6 +13,7 @@ from . import (
     routes_compaction,
     routes_context,
     routes_messages,
+    routes_model_calls,
     routes_search,
     routes_sessions,
     routes_tools,
@@ -57,7 +58,10 @@ def build_api() -> NinjaAPI:
     )
     errors.install(api)
     api.add_decorator(guard_request, mode="view")
-    for module in (routes_sessions, routes_messages, routes_search, routes_compaction, routes_context, routes_tools):
+    # routes_model_calls before routes_messages: its ``messages/{path}/model-input`` would otherwise be
+    # taken for a message id by ``messages/{path}``.
+    routers = (routes_sessions, routes_model_calls, routes_messages, routes_search, routes_compaction, routes_context)
+    for module in (*routers, routes_tools):
         api.add_router("", module.router)
     return api
 

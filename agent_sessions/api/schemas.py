@@ -211,6 +211,40 @@ class SessionPage(Schema):
     offset: int
 
 
+class ModelCallOut(Schema):
+    """One recorded model call (SPEC §8): what came of it; its input is the reply's ``model-input``."""
+
+    id: str
+    message_id: str | None
+    leaf_id: str | None
+    model: str
+    params: dict[str, Any]
+    usage: Any
+    cost: FiniteFloat | None
+    latency_ms: FiniteFloat | None
+    status: str
+    error: str | None
+    started_at: datetime
+
+
+class ModelCallPage(Schema):
+    """A page of the session's model calls, newest first: ``count`` is the total."""
+
+    items: list[ModelCallOut]
+    count: int
+    limit: int
+    offset: int
+
+
+class ModelInputOut(ModelCallOut):
+    """What the model was given for one reply: the prompt text, the messages as sent (overlays as they
+    were applied then, ids ``compaction_…``), the tools offered."""
+
+    system: str | None
+    messages: list[UIMessageOut]
+    tools: list[Any]
+
+
 class ForkIn(Schema):
     at_message_id: Identifier
     name: Text = ""
