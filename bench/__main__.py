@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-WORKLOADS = ("append", "append_all", "history", "search", "fork", "convert", "http")
+WORKLOADS = ("append", "append_all", "history", "search", "fork", "convert", "model_calls", "http")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,6 +73,11 @@ def main(argv: list[str] | None = None) -> int:
             results += convert.workload(alias, database, min(args.n, 1_000), max(args.rounds, 5), fresh)
             for peer in fresh:
                 peer.close()
+        if "model_calls" in only:
+            from . import model_calls
+
+            ops = 20 if args.smoke else 200
+            results += model_calls.workload(alias, database, min(args.n, 1_000), ops)
         for peer in peers:
             peer.close()
         if "http" in only and database == "postgres":

@@ -32,7 +32,8 @@ def test_bench_smoke_runs_every_workload(tmp_path):
     rows = json.loads(out.read_text())
     workloads = {r["workload"].split(".")[0] for r in rows}
     http = {"7"} if settings.DB == "postgres" else set()  # gunicorn against the bare endpoints: Postgres only
-    assert workloads == {"1", "2", "3a", "3b", "3c", "3d", "4", "5", "6"} | http
+    assert workloads == {"1", "2", "3a", "3b", "3c", "3d", "4", "5", "6", "8"} | http
+    assert "finish (append + record) ÷ bare append_message" in proc.stdout
     assert {r["impl"] for r in rows} >= {"ours", "raw SQL"}
     assert "ours ÷ this" in proc.stdout
     # the manager's append beside the session's, with its goal row

@@ -15,11 +15,13 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
+from contextlib import contextmanager, nullcontext
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
+from django.db import transaction
 from django.utils import timezone
 
 from .. import text
@@ -117,6 +119,18 @@ class SessionModelCalls:
 
     def rekey(self, session_id: str) -> None:
         self._store.rekey(session_id)
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """One transaction around a reply's append and its record, where both are in the same database
+        (one commit).  When it rolls back, the content this store wrote is no longer known to be there."""
+        same = self._backend.orm and (self._backend.alias or None) == (self._store.using or None)
+        try:
+            with transaction.atomic(using=self._store.alias) if same else nullcontext():
+                yield
+        except BaseException:
+            self._store.forget()
+            raise
 
     # ── recording ───────────────────────────────────────────────────
     def snapshot(self, tools: list[Any] | None, leaf_id: str | None) -> Snapshot:
@@ -305,10 +319,11 @@ class ModelCall:
         """Append ``message`` as the child of the input's last message and record the call; returns it."""
         self._check_open()
         self._measure(usage, cost)
-        self._session.append_message(message, self.snapshot.leaf_id)
+        with self._calls.atomic():  # the reply and its record land together: one commit
+            self._session.append_message(message, self.snapshot.leaf_id)
+            self._calls.record(self, status="ok", message_id=message["id"])
         self._finished = True
         self.message = message
-        self._calls.record(self, status="ok", message_id=message["id"])
         return message
 
     def _check_open(self) -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from django.db import connections, router
+
 from ..models import ModelCallContent, ModelCallRecord
 
 FIELDS = (
@@ -30,6 +32,18 @@ FIELDS = (
 )
 """The columns a read returns, in this order (``seq`` aside)."""
 
+INSERT_CALL = (
+    "INSERT INTO agent_sessions_model_calls (id, session_id, message_id, leaf_id, overlays, system_hash, "
+    "tools_hash, model, params, usage, cost, latency_ms, status, error, started_at) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+)
+INSERT_CONTENT = (
+    "INSERT INTO agent_sessions_model_call_content (session_id, hash, kind, content, created_at) "
+    "VALUES (%s, %s, %s, %s, CURRENT_TIMESTAMP) ON CONFLICT (session_id, hash) DO NOTHING"
+)
+"""Written out: the ORM's model instances and query compilation cost about as much as the append the
+record goes with (bench/model_calls.py)."""
+
 
 class ModelCallStore:
     """One session's model-call rows in one Django database (``using`` None: the routers choose)."""
@@ -45,6 +59,15 @@ class ModelCallStore:
             self.session_id = session_id
             self._known.clear()
 
+    @property
+    def alias(self) -> str:
+        """The database the rows are written to."""
+        return self.using or router.db_for_write(ModelCallRecord)
+
+    def forget(self) -> None:
+        """Stop trusting that content written before is there (its transaction rolled back)."""
+        self._known.clear()
+
     def _calls(self) -> Any:
         return ModelCallRecord.objects.using(self.using).filter(session_id=self.session_id)
 
@@ -52,12 +75,15 @@ class ModelCallStore:
         """Insert the call ``record`` (the columns of :data:`FIELDS`), and each ``(hash, kind, content)``
         this session does not hold yet."""
         new = {h: (kind, text) for h, kind, text in contents if h not in self._known}
-        if new:
-            ModelCallContent.objects.using(self.using).bulk_create(
-                [ModelCallContent(session_id=self.session_id, hash=h, kind=k, content=c) for h, (k, c) in new.items()],
-                ignore_conflicts=True,
+        connection = connections[self.alias]
+        stamp = connection.ops.adapt_datetimefield_value(record["started_at"])
+        with connection.cursor() as cursor:
+            for key, (kind, text) in new.items():
+                cursor.execute(INSERT_CONTENT, [self.session_id, key, kind, text])
+            cursor.execute(
+                INSERT_CALL,
+                [record["call_id"], self.session_id, *(record[f] for f in FIELDS[1:-1]), stamp],
             )
-        ModelCallRecord.objects.using(self.using).bulk_create([ModelCallRecord(session_id=self.session_id, **record)])
         self._known.update(new)
 
     def for_message(self, message_id: str) -> dict[str, Any] | None:
