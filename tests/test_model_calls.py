@@ -394,3 +394,21 @@ def test_a_custom_storage_records_too(session_id):
     session.append_message(msg("u2"))
     assert ids(session.model_input("a1")["messages"]) == ["u1"]
     assert session.model_calls()[0]["message_id"] == "a1"
+
+
+def test_prune_deletes_the_records_of_the_sessions_it_deletes():
+    from django.core.management import call_command
+
+    from agent_sessions.models import SessionRecord
+
+    manager = SessionManager()
+    old, kept = manager.create("old"), manager.create("kept")
+    for info in (old, kept):
+        session = manager.get_session(info.id)
+        session.append_message(msg("u1"))
+        record(session, "a1")
+    SessionRecord.objects.filter(id=old.id).update(end_reason="ended", updated_at=timezone.now() - timedelta(days=40))
+    call_command("prune_sessions", "--days", "30", "--no-progress")
+    assert not ModelCallRecord.objects.filter(session_id=old.id).exists()
+    assert not ModelCallContent.objects.filter(session_id=old.id).exists()
+    assert ModelCallRecord.objects.filter(session_id=kept.id).count() == 1
