@@ -349,6 +349,9 @@ class ModelCallRecord(models.Model):
     overlays = models.TextField(default="[]", help_text="JSON list: content hashes of the overlays applied.")
     system_hash = models.TextField(null=True, blank=True)  # noqa: DJ001
     tools_hash = models.TextField(null=True, blank=True)  # noqa: DJ001
+    sent_hash = models.TextField(  # noqa: DJ001
+        null=True, blank=True, help_text="Messages the model got that were not stored yet (by value), if any."
+    )
     model = models.TextField()
     params = models.TextField(default="{}", help_text="The call's parameters as JSON.")
     usage = models.TextField(null=True, blank=True, help_text="Token usage as JSON.")  # noqa: DJ001

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -26,6 +27,8 @@ class SessionStore:
         self.manager = manager if manager is not None else SessionManager(using=using)
         self.source = source
         self._registered = False
+        self.listeners: list[Callable[[list[dict]], None]] = []
+        """Called with each chain of messages once it is stored (a model-call recorder links its replies)."""
 
     @property
     def session(self) -> Any:
@@ -54,6 +57,8 @@ class SessionStore:
             return
         self.register()
         self.manager.append_all(self.session_id, messages)
+        for listener in self.listeners:
+            listener(messages)
 
     def history(self) -> list[dict]:
         """The latest leaf's root→leaf path, compaction overlays applied."""

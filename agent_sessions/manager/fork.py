@@ -157,6 +157,7 @@ def _copy_model_calls(
                 overlays=json.dumps(overlays),
                 system_hash=carry(call.system_hash),
                 tools_hash=carry(call.tools_hash),
+                sent_hash=carry(call.sent_hash),
                 model=call.model,
                 params=call.params,
                 usage=call.usage,

@@ -1,9 +1,9 @@
 """Model-call records (SPEC §8): what a model was given for each reply, beside the seed's tables.
 
 Two new tables, changing none of the seed's: ``agent_sessions_model_calls`` (one row per call:
-model, parameters, usage, latency, status, the id of the last message it saw and the hashes of
-its prompt, tool list and overlays) and ``agent_sessions_model_call_content`` (each distinct
-prompt text, tool list or overlay a call saw, once per session, keyed by its hash).  A session's
+model, parameters, usage, latency, status, the id of the last stored message it saw and the
+hashes of its prompt, tool list, overlays and of the messages it got that were not stored yet) and ``agent_sessions_model_call_content`` (each distinct
+prompt text, tool list, overlay or unstored messages a call saw, once per session, keyed by its hash).  A session's
 delete (from anywhere: raw SQL too) takes its records with it, by a trigger of its own.  The SQL
 is literal, per vendor.
 """
@@ -22,6 +22,7 @@ POSTGRES = [
     overlays text NOT NULL DEFAULT '[]',
     system_hash text,
     tools_hash text,
+    sent_hash text,
     model text NOT NULL,
     params text NOT NULL DEFAULT '{}',
     usage text,
@@ -74,6 +75,7 @@ SQLITE = [
     overlays text NOT NULL DEFAULT '[]',
     system_hash text NULL,
     tools_hash text NULL,
+    sent_hash text NULL,
     model text NOT NULL,
     params text NOT NULL DEFAULT '{}',
     usage text NULL,
@@ -163,6 +165,14 @@ class Migration(migrations.Migration):
                         ),
                         ("system_hash", models.TextField(blank=True, null=True)),
                         ("tools_hash", models.TextField(blank=True, null=True)),
+                        (
+                            "sent_hash",
+                            models.TextField(
+                                blank=True,
+                                help_text="Messages the model got that were not stored yet (by value), if any.",
+                                null=True,
+                            ),
+                        ),
                         ("model", models.TextField()),
                         ("params", models.TextField(default="{}", help_text="The call's parameters as JSON.")),
                         ("usage", models.TextField(blank=True, help_text="Token usage as JSON.", null=True)),

@@ -260,6 +260,31 @@ class Session:
         """Async twin of :meth:`model_call` (``async with``; ``await call.finish(...)``)."""
         return AsyncModelCall(self._model_calls, self, model=model, params=params, tools=tools, leaf_id=leaf_id)
 
+    def observe_model_call(
+        self,
+        sent: list,
+        *,
+        model: str,
+        render: Callable[[dict], list],
+        to_messages: Callable[[list], list[dict]],
+        system: str | None = None,
+        params: dict | None = None,
+        tools: list | None = None,
+    ) -> ModelCall:
+        """Start recording a call a framework makes with its own messages ``sent`` (its hooks call this):
+        the start of ``sent`` that is this session's stored history (each stored message rendered by
+        ``render``) is referenced, the rest kept by value (``to_messages``).  End it with
+        ``call.observed(...)`` or ``call.close(error)``; :meth:`link_model_call` names the reply."""
+        call = ModelCall(self._model_calls, self, model=model, params=params, tools=tools, leaf_id=None)
+        snapshot = self._model_calls.observed(
+            list(sent), render=render, to_messages=to_messages, system=system, tools=list(tools or [])
+        )
+        return call.start(snapshot)
+
+    def link_model_call(self, call_id: str, message_id: str) -> None:
+        """Name the stored reply of a call recorded before the framework stored it."""
+        self._model_calls.link(call_id, message_id)
+
     def model_input(self, message_id: str) -> dict | None:
         """What the model was given for ``message_id``: ``system``, ``messages`` (as sent), ``tools``,
         ``model``, ``params``, ``usage``, ``cost``, ``latency_ms``, ``status``, ``error``, ``started_at``;
@@ -394,6 +419,8 @@ class Session:
     aunload_skill = async_twin(unload_skill)
     aget_loaded_skill_keys = async_twin(get_loaded_skill_keys)
     atools = async_twin(tools)
+    aobserve_model_call = async_twin(observe_model_call)
+    alink_model_call = async_twin(link_model_call)
     amodel_input = async_twin(model_input)
     amodel_calls = async_twin(model_calls)
     aadd_compaction = async_twin(add_compaction)

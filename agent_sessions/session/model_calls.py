@@ -15,7 +15,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager, nullcontext
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -38,7 +38,7 @@ __all__ = ["ModelCall", "SessionModelCalls"]
 
 log = logging.getLogger(__name__)
 
-SYSTEM, TOOLS, OVERLAY = "system", "tools", "overlay"
+SYSTEM, TOOLS, OVERLAY, SENT, HEAD = "system", "tools", "overlay", "sent", "head"
 
 
 def to_json(value: Any) -> str:
@@ -107,6 +107,10 @@ class Snapshot:
     tools: list[Any]
     leaf_id: str | None
     overlays: list[StoredCompaction]
+    sent: list[dict] = dataclasses.field(default_factory=list)
+    """Messages after the stored path that the model got but the session did not hold yet (kept by value)."""
+    head: list[dict] = dataclasses.field(default_factory=list)
+    """Messages before the stored path (a framework's own system messages, say), kept by value."""
 
 
 class SessionModelCalls:
@@ -139,6 +143,41 @@ class SessionModelCalls:
         system = session.freeze_system_prompt()
         messages = self._backend.get_history(leaf_id)
         offered = [tool_spec(t) for t in session.tools().values()] if tools is None else list(tools)
+        leaf, applied = self._path_refs(messages)
+        return Snapshot(system, messages, offered, leaf_id or leaf, applied)
+
+    def observed(
+        self,
+        sent: list[Any],
+        *,
+        render: Callable[[dict], list[Any]],
+        to_messages: Callable[[list[Any]], list[dict]],
+        system: str | None,
+        tools: list[Any],
+    ) -> Snapshot:
+        """The snapshot of a call a framework made with its own messages ``sent``: the longest start of
+        them that is the stored history (each stored message rendered by ``render`` as the framework's
+        messages) is referenced; the rest, not stored yet, is kept by value (``to_messages``)."""
+        history = self._backend.get_history()
+        rendered = [render(stored) for stored in history]
+        start = _start_of(sent, rendered[0]) if rendered and rendered[0] else 0
+        if system is not None and start:
+            start = len(sent)  # no head with a prompt of its own: the whole input is kept by value
+        taken, matched = start, 0
+        for index, messages in enumerate(rendered):
+            if sent[taken : taken + len(messages)] != messages:
+                break
+            taken += len(messages)
+            matched = index + 1
+        if matched == 0:  # none of the stored history is in the input
+            start = taken = 0
+        prefix = history[:matched]
+        leaf, applied = self._path_refs(prefix)
+        head, extra = to_messages(list(sent[:start])), to_messages(list(sent[taken:]))
+        return Snapshot(system, head + prefix + extra, list(tools), leaf, applied, extra, head)
+
+    def _path_refs(self, messages: list[dict]) -> tuple[str | None, list[StoredCompaction]]:
+        """The stored id of the path's last message, and the overlays shown on it."""
         applied: list[StoredCompaction] = []
         last = messages[-1]["id"] if messages else None
         if any(str(m.get("id", "")).startswith(COMPACTION_PREFIX) for m in messages):
@@ -146,7 +185,11 @@ class SessionModelCalls:
             applied = [by_summary[m["id"]] for m in messages if m.get("id") in by_summary]
             if last in by_summary:
                 last = by_summary[last].to_message_id  # the overlay reaches the leaf: its stored end
-        return Snapshot(system, messages, offered, leaf_id or last, applied)
+        return last, applied
+
+    def link(self, call_id: str, message_id: str) -> None:
+        """Name the stored reply of a call recorded before its reply was stored (framework hooks)."""
+        self._store.link(call_id, message_id)
 
     def record(self, call: ModelCall, *, status: str, message_id: str | None = None, error: str = "") -> None:
         """Store the call's row, and whichever of its prompt, tools and overlays this session lacks."""
@@ -159,8 +202,11 @@ class SessionModelCalls:
             return key
 
         system_hash = None if snap.system is None else keep(SYSTEM, snap.system)
+        if snap.head:  # messages before the stored path take the prompt's place (there is none then)
+            system_hash = keep(HEAD, to_json(snap.head))
         tools_hash = keep(TOOLS, to_json(snap.tools))
         overlays = [keep(OVERLAY, overlay_json(o)) for o in snap.overlays]
+        sent_hash = keep(SENT, to_json(snap.sent)) if snap.sent else None
         record = {
             "call_id": call.id,
             "message_id": message_id,
@@ -168,6 +214,7 @@ class SessionModelCalls:
             "overlays": to_json(overlays),
             "system_hash": system_hash,
             "tools_hash": tools_hash,
+            "sent_hash": sent_hash,
             "model": call.model,
             "params": to_json(call.params),
             "usage": None if call.usage is None else to_json(call.usage),
@@ -188,14 +235,20 @@ class SessionModelCalls:
         if row is None:
             return None
         overlay_hashes = hash_list(row["overlays"])
-        contents = self._store.contents([row["system_hash"], row["tools_hash"], *overlay_hashes])
+        contents = self._store.contents([row["system_hash"], row["tools_hash"], row["sent_hash"], *overlay_hashes])
+        kinds = self._store.kinds
         overlays = [o for o in (overlay_from_json(contents.get(h, "")) for h in overlay_hashes) if o is not None]
         path = self._backend.get_raw_path(row["leaf_id"]) if row["leaf_id"] else []
         tools = _json_or(contents.get(row["tools_hash"] or ""), [])
+        sent = _json_or(contents.get(row["sent_hash"] or ""), []) if row["sent_hash"] else []
+        system = contents.get(row["system_hash"] or "") if row["system_hash"] else None
+        head: list = []
+        if system is not None and kinds.get(row["system_hash"]) == HEAD:
+            head, system = _json_or(system, []), None
         return {
             **_public(row),
-            "system": contents.get(row["system_hash"] or "") if row["system_hash"] else None,
-            "messages": apply_overlays(path, overlays),
+            "system": system,
+            "messages": [m for m in (*head, *apply_overlays(path, overlays), *sent) if isinstance(m, dict)],
             "tools": tools if isinstance(tools, list) else [],
         }
 
@@ -210,6 +263,14 @@ class SessionModelCalls:
     def clear(self) -> None:
         """Forget every record of the session (``clear_messages``)."""
         self._store.delete_all()
+
+
+def _start_of(sent: list[Any], first: list[Any]) -> int:
+    """Where the rendering of the stored history's first message starts in ``sent`` (0 when nowhere)."""
+    for start in range(len(sent) - len(first) + 1):
+        if sent[start : start + len(first)] == first:
+            return start
+    return 0
 
 
 def _json_or(value: str | None, default: Any) -> Any:
@@ -307,12 +368,20 @@ class ModelCall:
         """The last stored message of the input: the reply's parent."""
         return self.snapshot.leaf_id
 
-    def start(self) -> ModelCall:
-        """Take the snapshot and start the clock (``__enter__`` does this)."""
-        self._snapshot = self._calls.snapshot(self._tools, self._leaf_id)
+    def start(self, snapshot: Snapshot | None = None) -> ModelCall:
+        """Take the snapshot (or use the one given) and start the clock (``__enter__`` does this)."""
+        self._snapshot = snapshot if snapshot is not None else self._calls.snapshot(self._tools, self._leaf_id)
         self.started_at = timezone.now()
         self._started = time.perf_counter()
         return self
+
+    def observed(self, *, message_id: str | None = None, usage: Any = None, cost: float | None = None) -> None:
+        """Record a call whose reply the framework stores itself (``message_id`` when already known;
+        else :meth:`SessionModelCalls.link` names it once it is stored)."""
+        self._check_open()
+        self._measure(usage, cost)
+        self._finished = True
+        self._calls.record(self, status="ok", message_id=message_id)
 
     # ── the outcome ─────────────────────────────────────────────────
     def finish(self, message: dict, *, usage: Any = None, cost: float | None = None) -> dict:

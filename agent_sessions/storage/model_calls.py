@@ -21,6 +21,7 @@ FIELDS = (
     "overlays",
     "system_hash",
     "tools_hash",
+    "sent_hash",
     "model",
     "params",
     "usage",
@@ -34,13 +35,14 @@ FIELDS = (
 
 INSERT_CALL = (
     "INSERT INTO agent_sessions_model_calls (id, session_id, message_id, leaf_id, overlays, system_hash, "
-    "tools_hash, model, params, usage, cost, latency_ms, status, error, started_at) "
-    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+    "tools_hash, sent_hash, model, params, usage, cost, latency_ms, status, error, started_at) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 )
 INSERT_CONTENT = (
     "INSERT INTO agent_sessions_model_call_content (session_id, hash, kind, content, created_at) "
     "VALUES (%s, %s, %s, %s, CURRENT_TIMESTAMP) ON CONFLICT (session_id, hash) DO NOTHING"
 )
+LINK = "UPDATE agent_sessions_model_calls SET message_id = %s WHERE session_id = %s AND id = %s"
 """Written out: the ORM's model instances and query compilation cost about as much as the append the
 record goes with (bench/model_calls.py)."""
 
@@ -52,6 +54,8 @@ class ModelCallStore:
         self.session_id = session_id
         self.using = using
         self._known: set[str] = set()
+        self.kinds: dict[str, str] = {}
+        """The kind of each content row :meth:`contents` read."""
 
     def rekey(self, session_id: str) -> None:
         """Point the store at another session (``Session.for_session``)."""
@@ -86,6 +90,11 @@ class ModelCallStore:
             )
         self._known.update(new)
 
+    def link(self, call_id: str, message_id: str) -> None:
+        """Set the reply of a recorded call."""
+        with connections[self.alias].cursor() as cursor:
+            cursor.execute(LINK, [message_id, self.session_id, call_id])
+
     def for_message(self, message_id: str) -> dict[str, Any] | None:
         """The newest successful call that produced ``message_id`` (else the newest of any status), or None."""
         rows = list(self._calls().filter(message_id=message_id).order_by("-seq").values(*FIELDS)[:20])
@@ -108,7 +117,10 @@ class ModelCallStore:
         if not wanted:
             return {}
         rows = ModelCallContent.objects.using(self.using).filter(session_id=self.session_id, hash__in=wanted)
-        found = dict(rows.values_list("hash", "content"))
+        found = {}
+        for key, kind, content in rows.values_list("hash", "kind", "content"):
+            found[key] = content
+            self.kinds[key] = kind
         self._known.update(found)
         return found
 

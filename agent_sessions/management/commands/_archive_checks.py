@@ -232,6 +232,7 @@ def _check_model_calls(entries: list, hashes: set[str], id_bytes: int) -> None:
         refs = [
             call.get("system_hash"),
             call.get("tools_hash"),
+            call.get("sent_hash"),
             *f.array(call.get("overlays", []), f"{where}.overlays"),
         ]
         for ref in refs:
