@@ -14,7 +14,7 @@ from .. import conf, registry, text
 from ..asyncutils import async_twin
 from ..models import Message, SessionRecord
 from ..session import Session
-from ..storage import orm
+from ..storage import orm, registration
 from ..storage.orm import OMITTED, AppendOutcome
 from ..tools import Tool
 from ..types import SearchResult, SessionInfo, StoredCompaction
@@ -94,14 +94,16 @@ class SessionManager(RecordingBuilder):
         parent_session_id: str | None = None,
         model: str | None = None,
         source: str | None = None,
+        owner: Any = None,
     ) -> SessionInfo:
-        """Register a new session (id: uuid4 hex)."""
+        """Register a new session (id: uuid4 hex); ``owner`` (a user or its pk) sees it in the API, staff see all."""
         row = rows.insert(
             self.using,
             rows.check_text(name, "name"),
             parent_session_id=rows.check_text(parent_session_id, "parent_session_id", optional=True),
             model=rows.check_text(model, "model", optional=True),
             source=rows.check_text(source, "source", optional=True),
+            owner_id=registration.owner_pk(owner),
         )
         return rows.to_info(row)
 
@@ -268,7 +270,9 @@ class SessionManager(RecordingBuilder):
         with transaction.atomic(using=self.using):
             rows.update(self.using, session_id, end_reason="compaction")
             text = {"type": "text", "text": SPLIT_PREFIX + summary}
-            self._provider(new_id).append_message({"id": uuid.uuid4().hex, "role": "assistant", "parts": [text]}, None)
+            provider = self._provider(new_id)
+            provider.mark_registered()  # its registry row is written below, with the old one's fields
+            provider.append_message({"id": uuid.uuid4().hex, "role": "assistant", "parts": [text]}, None)
             # Blocks carry over; the prompt does not: the summary replaces the transcript in which
             # writes made after freezing were visible, so the new session renders its own on first use.
             rows.copy_namespaced(self.using, session_id, new_id, prompt=False, labels=self._labels())

@@ -77,10 +77,21 @@ class Session:
     # ── builder ─────────────────────────────────────────────────────
     @classmethod
     def create(
-        cls, storage: SessionProvider | None = None, *, using: str | None = None, config_name: str | None = None
+        cls,
+        storage: SessionProvider | None = None,
+        *,
+        using: str | None = None,
+        config_name: str | None = None,
+        owner: Any = None,
     ) -> Session:
-        """A builder on ``storage``, or on the Django ORM (alias ``using``) when None."""
-        provider = storage if storage is not None else DjangoSessionProvider("", using=using)
+        """A builder on ``storage``, or on the Django ORM (alias ``using``) when None.
+
+        On the ORM the first append registers the session (``assistant_sessions``) unless it is
+        registered: ``owner`` (a user or its pk) then sees it in the API; staff see every session.
+        """
+        if owner is not None and storage is not None:
+            raise ValueError("owner is for the Django storage; give DjangoSessionProvider(owner=...) instead")
+        provider = storage if storage is not None else DjangoSessionProvider("", using=using, owner=owner)
         return cls(provider, config_name=config_name)
 
     def for_session(self, session_id: str) -> Self:
