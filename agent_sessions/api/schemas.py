@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from ninja import Schema
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
+from ..ui_message import UIMessage
 from .limits import unstorable
 
 MAX_INT = 2**31 - 1
@@ -110,9 +111,10 @@ class UIMessageOut(BaseModel):
     parts: list[Any]
 
 
-def message_dict(message: UIMessageIn) -> dict[str, Any]:
-    """The message as the Python API takes it (declared keys first, then the client's extra keys)."""
-    return message.model_dump(mode="python")
+def message_dict(message: UIMessageIn) -> UIMessage:
+    """The message as the Python API takes it (declared keys first, then the client's extra keys); the
+    storage checks it as it does any caller's."""
+    return cast(UIMessage, message.model_dump(mode="python"))
 
 
 class AppendIn(Schema):

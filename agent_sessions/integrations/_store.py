@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from ..manager import SessionManager, clock, rows
 from ..storage import registration
+from ..ui_message import UIMessage
 
 
 class SessionStore:
@@ -51,11 +52,11 @@ class SessionStore:
         if not messages:
             return
         self.register()
-        self.manager.append_all(self.session_id, messages)
+        self.manager.append_all(self.session_id, cast("list[UIMessage]", messages))  # the storage checks them
 
     def history(self) -> list[dict]:
         """The latest leaf's root→leaf path, compaction overlays applied."""
-        return self.manager.get_history(self.session_id)
+        return cast("list[dict]", self.manager.get_history(self.session_id))
 
     def recent(self, rows: int) -> tuple[list[dict], bool]:
         """The last ``rows`` stored rows of the latest branch (overlays applied) and whether that is all of it.

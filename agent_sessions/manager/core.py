@@ -18,6 +18,7 @@ from ..storage import orm, registration
 from ..storage.orm import OMITTED, AppendOutcome
 from ..tools import Tool
 from ..types import SearchResult, SessionInfo, StoredCompaction
+from ..ui_message import UIMessage
 from . import clock, rows
 from . import fork as forking
 from .builder import RecordingBuilder
@@ -137,7 +138,7 @@ class SessionManager(RecordingBuilder):
         rows.touch(self.using, session_id)
 
     # ── messages ────────────────────────────────────────────────────
-    def _append(self, session: Session, message: dict, parent_id: Any) -> bool:
+    def _append(self, session: Session, message: UIMessage, parent_id: Any) -> bool:
         """Append with the registry's stamp in the insert's own transaction: one commit, not two
         (a custom provider's session is touched after)."""
         inserted, stamped = session._append(message, parent_id, clock.now())
@@ -145,19 +146,19 @@ class SessionManager(RecordingBuilder):
             self._touch(session.session_id)
         return inserted
 
-    def append(self, session_id: str, message: dict, parent_id: Any = OMITTED) -> str:
+    def append(self, session_id: str, message: UIMessage, parent_id: Any = OMITTED) -> str:
         """Append like :meth:`Session.append_message`; returns the message id."""
         self._append(self.get_session(session_id), message, parent_id)
         return message["id"]
 
-    def upsert(self, session_id: str, message: dict, parent_id: Any = OMITTED) -> str:
+    def upsert(self, session_id: str, message: UIMessage, parent_id: Any = OMITTED) -> str:
         """Insert the message, or replace the stored one with the same id in place (its parent is kept)."""
         session = self.get_session(session_id)
         if not self._append(session, message, parent_id):
             session.update_message(message)
         return message["id"]
 
-    def append_all(self, session_id: str, messages: builtins.list[dict], parent_id: Any = OMITTED) -> str | None:
+    def append_all(self, session_id: str, messages: builtins.list[UIMessage], parent_id: Any = OMITTED) -> str | None:
         """Append a chain: the first attaches like :meth:`append`, each next one under the one before.
 
         One transaction, inserted in batches; returns the last id (None for ``[]``).
@@ -172,7 +173,7 @@ class SessionManager(RecordingBuilder):
             session.compaction.after_append(messages[-1]["id"], path_tokens=outcome.path_tokens)
         return messages[-1]["id"]
 
-    def get_history(self, session_id: str, leaf_id: str | None = None) -> builtins.list[dict]:
+    def get_history(self, session_id: str, leaf_id: str | None = None) -> builtins.list[UIMessage]:
         """Root→leaf path with overlays applied (see :meth:`Session.get_history`)."""
         if not text.storable(session_id):
             return []
@@ -200,7 +201,7 @@ class SessionManager(RecordingBuilder):
             session.delete_messages(message_ids)
             self._touch(session_id)
 
-    def get_branches(self, session_id: str, message_id: str) -> builtins.list[dict]:
+    def get_branches(self, session_id: str, message_id: str) -> builtins.list[UIMessage]:
         """Children of a message, oldest first."""
         if not text.storable(session_id):
             return []
