@@ -373,6 +373,6 @@ class ToolResultOut(Schema):
     result: str
 
 
-ERROR_STATUSES = frozenset({400, 401, 403, 404, 405, 409, 413, 414, 415, 422, 500, 503})
+ERROR_STATUSES = frozenset({400, 401, 403, 404, 405, 409, 413, 414, 415, 422, 429, 500, 503})
 """Statuses every operation documents with :class:`ErrorOut` (412 too where ``If-Match`` applies)."""
 PRECONDITION_STATUSES = ERROR_STATUSES | {412}
