@@ -76,3 +76,10 @@ def test_unknown_paths_are_a_json_404_under_every_method(method, alice):
         assert response.json() == {"detail": "Not found.", "code": "not_found"}
     anonymous = getattr(Client(enforce_csrf_checks=True), method)("/api/nope")
     assert (anonymous.status_code, anonymous.json()["code"]) == (404, "not_found")
+
+
+def test_a_malformed_rate_names_the_setting(settings, api, caplog):
+    settings.AGENT_SESSIONS_API_KEY_RATE_LIMIT = "many"
+    response = api.get("/sessions")
+    assert (response.status_code, response.json()["code"]) == (500, "server_error")
+    assert "AGENT_SESSIONS_API_KEY_RATE_LIMIT = 'many'" in caplog.text

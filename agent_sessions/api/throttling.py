@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest
 from ninja.throttling import BaseThrottle, SimpleRateThrottle
 
@@ -34,7 +35,12 @@ class _ConfiguredRateThrottle(SimpleRateThrottle):
         if rate is None:
             return True
         if rate != self.rate:
-            self.num_requests, self.duration = self.parse_rate(rate)
+            try:
+                self.num_requests, self.duration = self.parse_rate(rate)
+            except (ValueError, AttributeError, TypeError):
+                raise ImproperlyConfigured(
+                    f"AGENT_SESSIONS_{self.setting} = {rate!r}: give '<requests>/<period>' (e.g. '600/min') or None"
+                ) from None
             self.rate = rate
         return super().allow_request(request)
 
