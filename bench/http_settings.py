@@ -3,7 +3,3 @@
 from project.settings import *  # noqa: F403
 
 ROOT_URLCONF = "bench.http_urls"
-
-# The load runs measure throughput with one key: the API's rate limits would answer 429 instead.
-AGENT_SESSIONS_API_KEY_RATE_LIMIT = None
-AGENT_SESSIONS_API_USER_RATE_LIMIT = None
