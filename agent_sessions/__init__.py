@@ -80,6 +80,23 @@ if TYPE_CHECKING:  # the list of exports; at run time read by _exports() and loa
     from .types import SessionInfo as SessionInfo
     from .types import StoredCompaction as StoredCompaction
     from .types import TokenCounterInput as TokenCounterInput
+    from .ui_message import CustomContentUIPart as CustomContentUIPart
+    from .ui_message import DataUIPart as DataUIPart
+    from .ui_message import DynamicToolUIPart as DynamicToolUIPart
+    from .ui_message import FileUIPart as FileUIPart
+    from .ui_message import ProviderMetadata as ProviderMetadata
+    from .ui_message import ReasoningFileUIPart as ReasoningFileUIPart
+    from .ui_message import ReasoningUIPart as ReasoningUIPart
+    from .ui_message import SourceDocumentUIPart as SourceDocumentUIPart
+    from .ui_message import SourceUrlUIPart as SourceUrlUIPart
+    from .ui_message import StepStartUIPart as StepStartUIPart
+    from .ui_message import TextUIPart as TextUIPart
+    from .ui_message import ToolApproval as ToolApproval
+    from .ui_message import ToolState as ToolState
+    from .ui_message import ToolUIPart as ToolUIPart
+    from .ui_message import UIMessage as UIMessage
+    from .ui_message import UIMessagePart as UIMessagePart
+    from .ui_message import UIRole as UIRole
 
 
 def _exports() -> dict[str, str]:

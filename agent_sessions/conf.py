@@ -102,6 +102,10 @@ DEFAULTS: dict[str, Any] = {
     "API_KEY_TOUCH_SECONDS": 60,
     # Longest request URL (path and query, percent-encoded) the API answers; longer ones get a JSON 414.
     "API_MAX_URL_BYTES": 4096,
+    # Requests one API key may make (ninja's rate syntax, "<requests>/<period>"); None: no limit.
+    "API_KEY_RATE_LIMIT": "600/min",
+    # Requests one user may make, across all of their keys and their login session; None: no limit.
+    "API_USER_RATE_LIMIT": "1200/min",
 }
 
 

@@ -144,6 +144,11 @@ CELERY_BEAT_SCHEDULE = {
 for _name in ("SUMMARIZER_API_KEY", "SUMMARIZER_BASE_URL", "SUMMARIZER_MODEL"):
     if os.environ.get(f"AGENT_SESSIONS_{_name}"):
         globals()[f"AGENT_SESSIONS_{_name}"] = os.environ[f"AGENT_SESSIONS_{_name}"]
+# The API's rate limits per key and per user ("600/min"; "off": none), else the app's defaults.
+for _name in ("API_KEY_RATE_LIMIT", "API_USER_RATE_LIMIT"):
+    if os.environ.get(f"AGENT_SESSIONS_{_name}"):
+        _rate = os.environ[f"AGENT_SESSIONS_{_name}"]
+        globals()[f"AGENT_SESSIONS_{_name}"] = None if _rate.strip().lower() == "off" else _rate
 del _name
 
 # Origins allowed to POST (the admin, session-authenticated API calls) behind an HTTPS proxy.

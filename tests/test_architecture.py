@@ -25,7 +25,18 @@ PACKAGE = Path(agent_sessions.__file__).parent
 LAYERS: list[tuple[str, list[str]]] = [
     (
         "foundation",
-        ["exceptions", "conf", "types", "tokens", "overlays", "asyncutils", "registry", "credentials", "text"],
+        [
+            "exceptions",
+            "conf",
+            "types",
+            "ui_message",
+            "tokens",
+            "overlays",
+            "asyncutils",
+            "registry",
+            "credentials",
+            "text",
+        ],
     ),
     (
         "sql",

@@ -545,6 +545,7 @@ def test_an_append_under_the_last_estimate_adds_its_tokens_without_a_query():
     plain = Session.create().for_session("incremental-plain")
     session, runner = _recorded("incremental", threshold=10**9)
     session.append_message(msg("m0", text="first"))  # a full estimate, remembered
+    plain.append_message(msg("p0", text="first"))  # a first append also makes the registry row: compare later ones
     for target in (plain, session):
         with CaptureQueriesContext(connection) as queries:
             target.append_message(msg("m1" if target is session else "p1", text="second message"))

@@ -10,6 +10,7 @@ from django.core.management import CommandError, call_command
 
 from agent_sessions.manager import SessionManager
 from agent_sessions.models import ContextBlockRecord, Message, SearchEntry, SessionRecord
+from agent_sessions.storage.orm import DjangoSessionProvider
 
 from .conftest import msg, tool_msg
 
@@ -192,9 +193,11 @@ def test_export_all_to_a_file_and_selection_errors(tree, tmp_path):
 
 
 def test_export_of_a_namespace_without_registry_row(db, tree_file):
+    """Rows a foreign writer stored without a registry row export without one; importing them registers it."""
     from agent_sessions import Session
 
-    Session.create().for_session("plain").append_message(msg("m1"))
+    content = json.dumps(msg("m1"))
+    DjangoSessionProvider("plain").insert_rows([{"id": "m1", "role": "user", "content": content, "text_content": ""}])
     ContextBlockRecord.objects.create(label="memory_plain", content="x")
     exported, _ = run("export_sessions", "plain")
     document = json.loads(exported)
@@ -205,3 +208,4 @@ def test_export_of_a_namespace_without_registry_row(db, tree_file):
     run("import_sessions", tree_file(exported))
     assert Session.create().for_session("plain").get_history()[0]["id"] == "m1"
     assert ContextBlockRecord.objects.get(label="memory_plain").content == "x"
+    assert SessionRecord.objects.get(id="plain").message_count == 1  # listed now

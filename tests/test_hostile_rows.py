@@ -192,7 +192,7 @@ def test_export_and_import_carry_the_row(session, form, tmp_path):
 def test_search_fork_and_compaction_read_past_the_row(session, form):
     _damaged(session, form)
     assert [hit.id for hit in session.search("foreign words")] == ["bad"]
-    SessionRecord.objects.create(id=session.session_id, name="foreign rows")
+    SessionRecord.objects.filter(id=session.session_id).update(name="foreign rows")  # made by the first append
     fork = SessionManager().fork(session.session_id, "c", "fork").id
     copied = Session.create().for_session(fork).get_history()
     assert [m["role"] for m in copied] == ["user", _expected(form)["role"], "user"]

@@ -135,11 +135,16 @@ def test_a_refused_id_writes_no_stamp():
     assert _stored(sid) == ["b"]
 
 
-def test_sessions_without_a_registry_row_are_left_alone():
+def test_an_append_to_an_id_without_a_registry_row_registers_it():
+    """The row is made with the first append (so the session is listed), then stamped as any other."""
     manager = SessionManager()
     manager.append("unregistered", msg("a"))
-    assert _stored("unregistered") == ["a"]
-    assert not SessionRecord.objects.filter(pk="unregistered").exists()
+    first = _stamp("unregistered")
+    manager.append("unregistered", msg("b"))
+    assert _stored("unregistered") == ["a", "b"]
+    row = SessionRecord.objects.get(pk="unregistered")
+    assert (row.name, row.owner_id, row.message_count) == ("", None, 2)
+    assert _stamp("unregistered") > first
 
 
 def test_a_custom_provider_is_still_stamped_after_the_append():

@@ -98,6 +98,7 @@ HTTP_CODES = {
     414: "uri_too_long",
     415: "unsupported_media_type",
     422: "validation_error",
+    429: "rate_limited",
     500: "server_error",
     503: "service_unavailable",
 }

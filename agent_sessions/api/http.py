@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -29,7 +30,7 @@ def session_etag(row: Any) -> str:
     )  # fmt: skip
 
 
-def message_etag(message: dict | None) -> str | None:
+def message_etag(message: Mapping[str, Any] | None) -> str | None:
     """ETag of a stored message (None when it does not exist)."""
     return None if message is None else etag(message)
 
@@ -77,7 +78,7 @@ _RENDERER = JSONRenderer()
 _CONTENT_TYPE = f"{_RENDERER.media_type}; charset={_RENDERER.charset}"
 
 
-def stored_messages(request: HttpRequest, body: dict[str, Any], *, etag: str | None = None) -> HttpResponse:
+def stored_messages(request: HttpRequest, body: Mapping[str, Any], *, etag: str | None = None) -> HttpResponse:
     """A 200 of ``body`` (stored messages: a page, a leaf, one message) rendered as ninja renders any
     response, without checking it against the route's response schema first; ``etag``: its header.
 

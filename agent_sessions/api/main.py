@@ -21,6 +21,7 @@ from . import (
 from .auth import ApiKeyAuth, LoginSessionAuth
 from .limits import CheckedJsonParser, guard_request
 from .renderer import StrictJSONRenderer
+from .throttling import throttles
 
 DESCRIPTION = """Conversation storage for LLM agents: sessions, tree-structured messages,
 search, compaction, context blocks and AI tools.
@@ -55,6 +56,7 @@ def build_api() -> NinjaAPI:
         auth=[ApiKeyAuth(), LoginSessionAuth()],
         parser=CheckedJsonParser(),
         renderer=StrictJSONRenderer(),
+        throttle=throttles(),
     )
     errors.install(api)
     api.add_decorator(guard_request, mode="view")

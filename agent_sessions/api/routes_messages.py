@@ -10,6 +10,7 @@ from ninja import Query, Router, Status
 from ..manager import SessionManager, rows
 from ..models import Message
 from ..storage.orm import OMITTED
+from ..ui_message import UIMessage
 from .access import message_exists, owned_manager, require_message, writable_manager
 from .errors import ApiError, not_found
 from .http import check_if_match, message_etag, page, page_size, set_location, stored_messages
@@ -60,14 +61,14 @@ def _open_for_append(request: HttpRequest, session_id: str, payload: AppendIn) -
     return manager, _parent(manager, session_id, payload)
 
 
-def _upsert(manager: SessionManager, session_id: str, message: dict, parent: Any) -> bool:
+def _upsert(manager: SessionManager, session_id: str, message: UIMessage, parent: Any) -> bool:
     """Insert, or replace the stored message with that id, and stamp the session, in one transaction;
     True when this call inserted it."""
     with rows.write_transaction(manager.using):
         return _upsert_in_transaction(manager, session_id, message, parent)
 
 
-def _upsert_in_transaction(manager: SessionManager, session_id: str, message: dict, parent: Any) -> bool:
+def _upsert_in_transaction(manager: SessionManager, session_id: str, message: UIMessage, parent: Any) -> bool:
     """:func:`_upsert`'s writes, for a caller already inside :func:`rows.write_transaction`.
 
     The insert itself decides (the unique (session, id) key makes one racing
@@ -228,7 +229,7 @@ def put_message(
         raise ApiError(422, "id_mismatch", "The message's id must match the id in the path.")
     manager = owned_manager(request, session_id)
     session = manager.get_session(session_id)
-    message = {**message_dict(payload), "id": message_id}
+    message: UIMessage = {**message_dict(payload), "id": message_id}
     if "If-Match" in request.headers:  # conditional: only ever replaces, under a row lock
         with rows.write_transaction(manager.using):  # the check, the write and the stamp: one transaction
             check_if_match(request, message_etag(_locked_message(manager, session, message_id)))

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from ninja import Schema
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
+from ..ui_message import UIMessage
 from .limits import unstorable
 
 MAX_INT = 2**31 - 1
@@ -110,9 +111,10 @@ class UIMessageOut(BaseModel):
     parts: list[Any]
 
 
-def message_dict(message: UIMessageIn) -> dict[str, Any]:
-    """The message as the Python API takes it (declared keys first, then the client's extra keys)."""
-    return message.model_dump(mode="python")
+def message_dict(message: UIMessageIn) -> UIMessage:
+    """The message as the Python API takes it (declared keys first, then the client's extra keys); the
+    storage checks it as it does any caller's."""
+    return cast(UIMessage, message.model_dump(mode="python"))
 
 
 class AppendIn(Schema):
@@ -405,6 +407,6 @@ class ToolResultOut(Schema):
     result: str
 
 
-ERROR_STATUSES = frozenset({400, 401, 403, 404, 405, 409, 413, 414, 415, 422, 500, 503})
+ERROR_STATUSES = frozenset({400, 401, 403, 404, 405, 409, 413, 414, 415, 422, 429, 500, 503})
 """Statuses every operation documents with :class:`ErrorOut` (412 too where ``If-Match`` applies)."""
 PRECONDITION_STATUSES = ERROR_STATUSES | {412}

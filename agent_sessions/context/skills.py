@@ -18,11 +18,12 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from .. import conf
 from ..overlays import applied_ranges
 from ..types import COMPACTION_PREFIX, HistoryRowStat, RecentHistory, StoredCompaction
+from ..ui_message import UIMessage
 
 
 class SkillHistory(Protocol):
@@ -36,7 +37,7 @@ class SkillHistory(Protocol):
 
     def get_compactions(self) -> list[StoredCompaction]: ...
 
-    def update_message(self, message: dict) -> Any: ...
+    def update_message(self, message: UIMessage) -> Any: ...
 
 
 LOAD_TOOL = "load_context"
@@ -170,7 +171,7 @@ class LoadedSkills:
                     for load in _load_calls(changed):
                         if load.live and (load.label, load.key) == unload:
                             load.holder[load.output_key] = unloaded_marker(load.key)
-                    session.update_message(changed)
+                    session.update_message(cast(UIMessage, changed))
                     if rewritten is not None:
                         rewritten.append(changed["id"])
         return live

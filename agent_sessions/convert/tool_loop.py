@@ -27,6 +27,7 @@ from asgiref.sync import sync_to_async
 from ..asyncutils import acall, call
 from ..exceptions import InvalidMessage
 from ..tools import Tool
+from ..ui_message import UIMessage
 from . import _parts as P
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ def pending_tool_calls(message: Any) -> list[dict]:
     ]
 
 
-def run_tool_calls(session: Session, message: dict, tools: ToolSpec = None) -> dict:
+def run_tool_calls(session: Session, message: UIMessage, tools: ToolSpec = None) -> UIMessage:
     """Execute ``message``'s pending tool calls and store the results; returns the updated message."""
     stored = session.get_message(_message_id(message))
     if stored is None:
@@ -62,7 +63,7 @@ def run_tool_calls(session: Session, message: dict, tools: ToolSpec = None) -> d
     return updated
 
 
-async def arun_tool_calls(session: Session, message: dict, tools: ToolSpec = None) -> dict:
+async def arun_tool_calls(session: Session, message: UIMessage, tools: ToolSpec = None) -> UIMessage:
     """Async twin of :func:`run_tool_calls` (the calls run concurrently)."""
     stored = await session.aget_message(_message_id(message))
     if stored is None:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
-
-from django.db import IntegrityError, transaction
+from typing import Any, cast
 
 from ..manager import SessionManager, clock, rows
-from ..models import SessionRecord
+from ..storage import registration
+from ..ui_message import UIMessage
 
 
 class SessionStore:
@@ -17,15 +16,19 @@ class SessionStore:
     Writes go through ``manager`` (a default, unconfigured :class:`SessionManager`
     on ``using`` when None), so a configured manager's auto-compaction and
     ``updated_at`` bookkeeping apply. The first write registers the session in
-    ``assistant_sessions`` (name = id, ``source``) when no row exists yet.
+    ``assistant_sessions`` (name = id, ``source``, ``owner``) when no row exists yet;
+    an existing row keeps its owner.
     """
 
-    def __init__(self, session_id: str, *, using: str | None = None, manager: Any = None, source: str) -> None:
+    def __init__(
+        self, session_id: str, *, using: str | None = None, manager: Any = None, source: str, owner: Any = None
+    ) -> None:
         if not isinstance(session_id, str) or not session_id or "\x00" in session_id:
             raise ValueError("session_id must be a non-empty string without NUL characters")
         self.session_id = session_id
         self.manager = manager if manager is not None else SessionManager(using=using)
         self.source = source
+        self.owner = owner
         self._registered = False
         self.listeners: list[Callable[[list[dict]], None]] = []
         """Called with each chain of messages once it is stored (a model-call recorder links its replies)."""
@@ -36,19 +39,15 @@ class SessionStore:
         return self.manager.get_session(self.session_id)
 
     def register(self) -> None:
-        """Create the ``assistant_sessions`` row if it is missing (idempotent, race-safe)."""
+        """Create the ``assistant_sessions`` row if it is missing (idempotent, race-safe: one insert that
+        leaves an existing row alone)."""
         if self._registered:
             return
-        using = self.manager.using
-        if not SessionRecord.objects.using(using).filter(id=self.session_id).exists():
-            stamp = clock.now()
-            try:
-                with transaction.atomic(using=using):
-                    SessionRecord.objects.using(using).create(
-                        id=self.session_id, name=self.session_id, source=self.source, created_at=stamp, updated_at=stamp
-                    )
-            except IntegrityError:
-                pass  # another writer registered it first
+        registration.register_using(
+            self.manager.using, self.session_id, stamp=clock.now(), owner=self.owner, name=self.session_id,
+            source=self.source,
+        )  # fmt: skip
+        self.session.storage.mark_registered()  # the manager's storage need not look again
         self._registered = True
 
     def append(self, messages: list[dict]) -> None:
@@ -56,13 +55,13 @@ class SessionStore:
         if not messages:
             return
         self.register()
-        self.manager.append_all(self.session_id, messages)
+        self.manager.append_all(self.session_id, cast("list[UIMessage]", messages))  # the storage checks them
         for listener in self.listeners:
             listener(messages)
 
     def history(self) -> list[dict]:
         """The latest leaf's root→leaf path, compaction overlays applied."""
-        return self.manager.get_history(self.session_id)
+        return cast("list[dict]", self.manager.get_history(self.session_id))
 
     def recent(self, rows: int) -> tuple[list[dict], bool]:
         """The last ``rows`` stored rows of the latest branch (overlays applied) and whether that is all of it.
@@ -101,8 +100,8 @@ class StoredHistory:
     SOURCE = ""
     """The ``assistant_sessions.source`` an adapter's sessions are registered with."""
 
-    def __init__(self, session_id: str, *, using: str | None = None, manager: Any = None) -> None:
-        self._store = SessionStore(session_id, using=using, manager=manager, source=self.SOURCE)
+    def __init__(self, session_id: str, *, using: str | None = None, manager: Any = None, owner: Any = None) -> None:
+        self._store = SessionStore(session_id, using=using, manager=manager, source=self.SOURCE, owner=owner)
         self.session_id = session_id
 
     def __repr__(self) -> str:

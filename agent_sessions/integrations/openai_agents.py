@@ -58,8 +58,9 @@ class AgentsSession(StoredHistory):
         using: str | None = None,
         manager: Any = None,
         session_settings: Any = None,
+        owner: Any = None,
     ) -> None:
-        super().__init__(session_id, using=using, manager=manager)
+        super().__init__(session_id, using=using, manager=manager, owner=owner)
         self.session_settings = session_settings
 
     # ── sync core (also handy outside an event loop) ────────────────

@@ -14,10 +14,11 @@ from .. import conf, registry, text
 from ..asyncutils import async_twin
 from ..models import Message, SessionRecord
 from ..session import Session
-from ..storage import orm
+from ..storage import orm, registration
 from ..storage.orm import OMITTED, AppendOutcome
 from ..tools import Tool
 from ..types import SearchResult, SessionInfo, StoredCompaction
+from ..ui_message import UIMessage
 from . import clock, rows
 from . import fork as forking
 from .builder import RecordingBuilder
@@ -94,14 +95,16 @@ class SessionManager(RecordingBuilder):
         parent_session_id: str | None = None,
         model: str | None = None,
         source: str | None = None,
+        owner: Any = None,
     ) -> SessionInfo:
-        """Register a new session (id: uuid4 hex)."""
+        """Register a new session (id: uuid4 hex); ``owner`` (a user or its pk) sees it in the API, staff see all."""
         row = rows.insert(
             self.using,
             rows.check_text(name, "name"),
             parent_session_id=rows.check_text(parent_session_id, "parent_session_id", optional=True),
             model=rows.check_text(model, "model", optional=True),
             source=rows.check_text(source, "source", optional=True),
+            owner_id=registration.owner_pk(owner),
         )
         return rows.to_info(row)
 
@@ -135,7 +138,7 @@ class SessionManager(RecordingBuilder):
         rows.touch(self.using, session_id)
 
     # ── messages ────────────────────────────────────────────────────
-    def _append(self, session: Session, message: dict, parent_id: Any) -> bool:
+    def _append(self, session: Session, message: UIMessage, parent_id: Any) -> bool:
         """Append with the registry's stamp in the insert's own transaction: one commit, not two
         (a custom provider's session is touched after)."""
         inserted, stamped = session._append(message, parent_id, clock.now())
@@ -143,19 +146,19 @@ class SessionManager(RecordingBuilder):
             self._touch(session.session_id)
         return inserted
 
-    def append(self, session_id: str, message: dict, parent_id: Any = OMITTED) -> str:
+    def append(self, session_id: str, message: UIMessage, parent_id: Any = OMITTED) -> str:
         """Append like :meth:`Session.append_message`; returns the message id."""
         self._append(self.get_session(session_id), message, parent_id)
         return message["id"]
 
-    def upsert(self, session_id: str, message: dict, parent_id: Any = OMITTED) -> str:
+    def upsert(self, session_id: str, message: UIMessage, parent_id: Any = OMITTED) -> str:
         """Insert the message, or replace the stored one with the same id in place (its parent is kept)."""
         session = self.get_session(session_id)
         if not self._append(session, message, parent_id):
             session.update_message(message)
         return message["id"]
 
-    def append_all(self, session_id: str, messages: builtins.list[dict], parent_id: Any = OMITTED) -> str | None:
+    def append_all(self, session_id: str, messages: builtins.list[UIMessage], parent_id: Any = OMITTED) -> str | None:
         """Append a chain: the first attaches like :meth:`append`, each next one under the one before.
 
         One transaction, inserted in batches; returns the last id (None for ``[]``).
@@ -170,7 +173,7 @@ class SessionManager(RecordingBuilder):
             session.compaction.after_append(messages[-1]["id"], path_tokens=outcome.path_tokens)
         return messages[-1]["id"]
 
-    def get_history(self, session_id: str, leaf_id: str | None = None) -> builtins.list[dict]:
+    def get_history(self, session_id: str, leaf_id: str | None = None) -> builtins.list[UIMessage]:
         """Root→leaf path with overlays applied (see :meth:`Session.get_history`)."""
         if not text.storable(session_id):
             return []
@@ -198,7 +201,7 @@ class SessionManager(RecordingBuilder):
             session.delete_messages(message_ids)
             self._touch(session_id)
 
-    def get_branches(self, session_id: str, message_id: str) -> builtins.list[dict]:
+    def get_branches(self, session_id: str, message_id: str) -> builtins.list[UIMessage]:
         """Children of a message, oldest first."""
         if not text.storable(session_id):
             return []
@@ -268,7 +271,9 @@ class SessionManager(RecordingBuilder):
         with transaction.atomic(using=self.using):
             rows.update(self.using, session_id, end_reason="compaction")
             text = {"type": "text", "text": SPLIT_PREFIX + summary}
-            self._provider(new_id).append_message({"id": uuid.uuid4().hex, "role": "assistant", "parts": [text]}, None)
+            provider = self._provider(new_id)
+            provider.mark_registered()  # its registry row is written below, with the old one's fields
+            provider.append_message({"id": uuid.uuid4().hex, "role": "assistant", "parts": [text]}, None)
             # Blocks carry over; the prompt does not: the summary replaces the transcript in which
             # writes made after freezing were visible, so the new session renders its own on first use.
             rows.copy_namespaced(self.using, session_id, new_id, prompt=False, labels=self._labels())

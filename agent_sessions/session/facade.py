@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Self
+from typing import Any, Self, cast
 
 from .. import text
 from ..asyncutils import async_twin
@@ -29,6 +29,7 @@ from ..types import (
     check_id_length,
     validate_message,
 )
+from ..ui_message import UIMessage
 from . import tool_results
 from .compaction import CompactionHandle, CompactionRunner, SessionCompaction
 from .context import ContextConfig, SessionContext
@@ -79,10 +80,21 @@ class Session:
     # ── builder ─────────────────────────────────────────────────────
     @classmethod
     def create(
-        cls, storage: SessionProvider | None = None, *, using: str | None = None, config_name: str | None = None
+        cls,
+        storage: SessionProvider | None = None,
+        *,
+        using: str | None = None,
+        config_name: str | None = None,
+        owner: Any = None,
     ) -> Session:
-        """A builder on ``storage``, or on the Django ORM (alias ``using``) when None."""
-        provider = storage if storage is not None else DjangoSessionProvider("", using=using)
+        """A builder on ``storage``, or on the Django ORM (alias ``using``) when None.
+
+        On the ORM the first append registers the session (``assistant_sessions``) unless it is
+        registered: ``owner`` (a user or its pk) then sees it in the API; staff see every session.
+        """
+        if owner is not None and storage is not None:
+            raise ValueError("owner is for the Django storage; give DjangoSessionProvider(owner=...) instead")
+        provider = storage if storage is not None else DjangoSessionProvider("", using=using, owner=owner)
         return cls(provider, config_name=config_name)
 
     def for_session(self, session_id: str) -> Self:
@@ -153,7 +165,7 @@ class Session:
         return self._compaction
 
     # ── messages ────────────────────────────────────────────────────
-    def append_message(self, message: dict, parent_id: Any = OMITTED) -> bool:
+    def append_message(self, message: UIMessage, parent_id: Any = OMITTED) -> bool:
         """Store a message; True if inserted, False if its id already exists here.
 
         ``parent_id`` omitted → child of the latest leaf; ``None`` → a new root;
@@ -161,22 +173,22 @@ class Session:
         """
         return self._append(message, parent_id)[0]
 
-    def _append(self, message: dict, parent_id: Any, registry_stamp: datetime | None = None) -> tuple[bool, bool]:
+    def _append(self, message: UIMessage, parent_id: Any, registry_stamp: datetime | None = None) -> tuple[bool, bool]:
         """:meth:`append_message`, and whether ``registry_stamp`` (SessionManager's clock) went in with it:
         the Django store sets ``updated_at`` in the insert's own transaction; a custom provider cannot."""
         backend = self._backend
-        outcome = backend.append_message_stats(message, parent_id, registry_stamp=registry_stamp)
+        outcome = backend.append_message_stats(cast(dict, message), parent_id, registry_stamp=registry_stamp)
         if outcome.inserted:
             self._compaction.after_append(message["id"], path_tokens=outcome.path_tokens, parent_id=outcome.parent_id)
         return outcome.inserted, registry_stamp is not None and backend.stamps_registry
 
-    def update_message(self, message: dict) -> Any:
+    def update_message(self, message: UIMessage) -> Any:
         """Replace a stored message (matched by id); search is re-indexed.  False when no message has its id."""
         if isinstance(message, dict) and isinstance(message.get("id"), str) and not text.storable(message["id"]):
             return False  # NUL or a lone surrogate: no stored message has this id
         validate_message(message)
         self._compaction.forget_estimate()
-        return self._backend.update_message(message)
+        return self._backend.update_message(cast(dict, message))
 
     def delete_messages(self, message_ids: list[str]) -> Any:
         """Delete messages by id; their children stay as roots of their subtrees."""
@@ -190,25 +202,25 @@ class Session:
         self._compaction.forget_estimate()
         self._context.after_clear()
 
-    def get_history(self, leaf_id: str | None = None) -> list[dict]:
+    def get_history(self, leaf_id: str | None = None) -> list[UIMessage]:
         """Root→leaf path (latest leaf by default) with compaction overlays applied; ``[]`` if unknown."""
-        return self._backend.get_history(leaf_id)
+        return cast("list[UIMessage]", self._backend.get_history(leaf_id))
 
-    def get_message(self, message_id: str) -> dict | None:
+    def get_message(self, message_id: str) -> UIMessage | None:
         """One stored message, or None."""
-        return self._backend.get_message(message_id)
+        return cast("UIMessage | None", self._backend.get_message(message_id))
 
-    def get_latest_leaf(self) -> dict | None:
+    def get_latest_leaf(self) -> UIMessage | None:
         """The most recently appended childless message, or None."""
-        return self._backend.get_latest_leaf()
+        return cast("UIMessage | None", self._backend.get_latest_leaf())
 
     def get_path_length(self, leaf_id: str | None = None) -> int:
         """Stored messages from the root to the leaf (no overlays)."""
         return int(self._backend.get_path_length(leaf_id))
 
-    def get_branches(self, message_id: str) -> list[dict]:
+    def get_branches(self, message_id: str) -> list[UIMessage]:
         """Children of a message, oldest first."""
-        return self._backend.get_branches(message_id)
+        return cast("list[UIMessage]", self._backend.get_branches(message_id))
 
     def get_recent_history(
         self, leaf_id: str | None = None, *, max_content_bytes: int, min_recent_messages: int = 1
@@ -234,7 +246,7 @@ class Session:
 
     def add_tool_result(
         self, tool_call_id: str, output: Any = None, *, error: str | None = None, message_id: str | None = None
-    ) -> dict:
+    ) -> UIMessage:
         """Store a tool call's result (state ``output-available``) or error (``output-error``).
 
         The call is looked up in ``message_id``, or in the latest message of the current path

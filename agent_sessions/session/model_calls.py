@@ -29,6 +29,7 @@ from ..overlays import apply_overlays
 from ..storage.model_calls import ModelCallStore
 from ..tools import Tool
 from ..types import COMPACTION_PREFIX, StoredCompaction
+from ..ui_message import UIMessage
 
 if TYPE_CHECKING:
     from ..storage.base import SessionBackend
@@ -336,7 +337,7 @@ class ModelCall:
         self.cost: float | None = None
         self.latency_ms: float | None = None
         self.started_at: datetime | None = None
-        self.message: dict | None = None
+        self.message: UIMessage | None = None
         self._started = 0.0
         self._snapshot: Snapshot | None = None
         self._finished = False
@@ -384,7 +385,7 @@ class ModelCall:
         self._calls.record(self, status="ok", message_id=message_id)
 
     # ── the outcome ─────────────────────────────────────────────────
-    def finish(self, message: dict, *, usage: Any = None, cost: float | None = None) -> dict:
+    def finish(self, message: UIMessage, *, usage: Any = None, cost: float | None = None) -> UIMessage:
         """Append ``message`` as the child of the input's last message and record the call; returns it."""
         self._check_open()
         self._measure(usage, cost)
@@ -443,11 +444,11 @@ class AsyncModelCall(ModelCall):
         super().__init__(*args, **kwargs)
         self._pending: _PendingFinish | None = None
 
-    async def afinish(self, message: dict, *, usage: Any = None, cost: float | None = None) -> dict:
+    async def afinish(self, message: UIMessage, *, usage: Any = None, cost: float | None = None) -> UIMessage:
         """Async twin of :meth:`ModelCall.finish`."""
         return await sync_to_async(ModelCall.finish, thread_sensitive=True)(self, message, usage=usage, cost=cost)
 
-    def finish(self, message: dict, *, usage: Any = None, cost: float | None = None) -> Any:
+    def finish(self, message: UIMessage, *, usage: Any = None, cost: float | None = None) -> Any:
         self._check_open()
         if self._pending is not None:
             raise RuntimeError("finish() was already called for this model call")
@@ -468,10 +469,10 @@ class AsyncModelCall(ModelCall):
 class _PendingFinish:
     """What ``AsyncModelCall.finish`` returns: awaiting it appends now; otherwise the block's end does."""
 
-    def __init__(self, call: AsyncModelCall, message: dict, usage: Any, cost: float | None) -> None:
+    def __init__(self, call: AsyncModelCall, message: UIMessage, usage: Any, cost: float | None) -> None:
         self.call, self.message, self.usage, self.cost = call, message, usage, cost
         self.done = False
 
-    def __await__(self) -> Generator[Any, None, dict]:
+    def __await__(self) -> Generator[Any, None, UIMessage]:
         self.done = True
         return self.call.afinish(self.message, usage=self.usage, cost=self.cost).__await__()

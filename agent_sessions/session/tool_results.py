@@ -3,22 +3,24 @@
 from __future__ import annotations
 
 import copy
-from typing import Any, Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol, cast
 
 from ..exceptions import InvalidMessage
 from ..types import RESULT_STATES, is_tool_part
+from ..ui_message import UIMessage
 
 
 class MessageAccess(Protocol):
     """The message API the tool result is stored through."""
 
-    def get_message(self, message_id: str) -> dict | None: ...
+    def get_message(self, message_id: str) -> UIMessage | None: ...
 
-    def get_latest_leaf(self) -> dict | None: ...
+    def get_latest_leaf(self) -> UIMessage | None: ...
 
-    def get_history(self, leaf_id: str | None = None) -> list[dict]: ...
+    def get_history(self, leaf_id: str | None = None) -> list[UIMessage]: ...
 
-    def update_message(self, message: dict) -> Any: ...
+    def update_message(self, message: UIMessage) -> Any: ...
 
 
 def resolve_tool_part(message: dict, tool_call_id: str, output: Any, error: str | None) -> dict | None:
@@ -57,7 +59,7 @@ def add_tool_result(
     *,
     error: str | None = None,
     message_id: str | None = None,
-) -> dict:
+) -> UIMessage:
     """Store a tool call's result (state ``output-available``) or error (``output-error``) on its message.
 
     The call is looked up in ``message_id``, or in the latest message of the current path
@@ -71,14 +73,15 @@ def add_tool_result(
     if error is not None and output is not None:
         raise InvalidMessage("give either output or error, not both")
     message = _message_with_call(session, tool_call_id, message_id)
-    updated = resolve_tool_part(message, tool_call_id, output, error)
-    if updated is None:
+    resolved = resolve_tool_part(cast(dict, message), tool_call_id, output, error)
+    if resolved is None:
         return message
+    updated = cast(UIMessage, resolved)
     session.update_message(updated)
     return updated
 
 
-def _message_with_call(session: MessageAccess, tool_call_id: str, message_id: str | None) -> dict:
+def _message_with_call(session: MessageAccess, tool_call_id: str, message_id: str | None) -> UIMessage:
     if message_id is not None:
         message = session.get_message(message_id)
         if message is None:
@@ -94,7 +97,7 @@ def _message_with_call(session: MessageAccess, tool_call_id: str, message_id: st
     raise InvalidMessage(f"no tool call {tool_call_id!r} on the current path")
 
 
-def _holds_call(message: dict, tool_call_id: str) -> bool:
+def _holds_call(message: Mapping[str, Any], tool_call_id: str) -> bool:
     return any(
         isinstance(p, dict) and is_tool_part(p) and p["toolCallId"] == tool_call_id for p in message.get("parts") or []
     )

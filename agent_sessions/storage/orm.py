@@ -34,7 +34,7 @@ from ..types import (
     message_id,
     stored_fields,
 )
-from . import appends, backends, cycles, decode, range_reads, visible_tokens, walks
+from . import appends, backends, cycles, decode, range_reads, registration, visible_tokens, walks
 from .base import OMITTED, AppendOutcome, SessionBackend
 from .walks import (
     HAS_OVERLAYS,
@@ -148,13 +148,29 @@ def _placeholders(n: int) -> str:
 class DjangoSessionProvider:
     """Stores one session's messages and overlays in the seed's tables via Django's connection."""
 
-    def __init__(self, session_id: str = "", *, using: str | None = None) -> None:
+    def __init__(self, session_id: str = "", *, using: str | None = None, owner: Any = None) -> None:
         if not isinstance(session_id, str):
             raise ValueError("session_id must be a string without NUL characters")
         text.check(session_id, "session id")  # InvalidText (a ValueError): NUL, lone surrogates
         check_id_length(session_id, "session id")
         self.session_id = session_id
         self._using = using
+        self.owner = owner  # who owns the registry row this storage makes: a user or its pk; None: staff only
+        self._registered: str | None = None  # the session id whose registry row this object made or found
+
+    def mark_registered(self) -> None:
+        """Skip the registry row at the next append: the caller writes it (SessionManager's fork and split)
+        or knows it exists.  Otherwise the first append of each session id makes one when it is missing
+        (:mod:`~agent_sessions.storage.registration`); the default namespace ``''`` never gets one."""
+        self._registered = self.session_id
+
+    def _needs_registration(self) -> bool:
+        return bool(self.session_id) and self._registered != self.session_id
+
+    def _register(self, cursor) -> None:
+        """The session's registry row, unless it exists (once per session id; see :meth:`mark_registered`)."""
+        self.backend.reserve_write(cursor)  # SQLite: the write lock first, as every multi-statement write
+        registration.register(cursor, self.session_id, stamp=timezone.now(), owner=self.owner)
 
     def __repr__(self) -> str:
         return f"DjangoSessionProvider(session_id={self.session_id!r}, using={self.using!r})"
@@ -513,8 +529,14 @@ class DjangoSessionProvider:
         now = connection.ops.adapt_datetimefield_value(timezone.now())
         values = [message["id"], self.session_id, message["role"], stored, search_text, tools, now, tokens]
         stamp = None if registry_stamp is None else connection.ops.adapt_datetimefield_value(registry_stamp)
-        with permanent_errors_as_invalid(), connection.cursor() as cursor:
-            row = self.backend.locked_insert(cursor, self.session_id, values, parent, auto=auto, stamp=stamp)
+        if self._needs_registration():  # the session's first append here: its registry row in the same transaction
+            with permanent_errors_as_invalid(), transaction.atomic(using=self.using), connection.cursor() as cursor:
+                self._register(cursor)
+                row = self.backend.locked_insert(cursor, self.session_id, values, parent, auto=auto, stamp=stamp)
+            self._registered = self.session_id  # after the commit: a failed append leaves no row, and tries again
+        else:
+            with permanent_errors_as_invalid(), connection.cursor() as cursor:
+                row = self.backend.locked_insert(cursor, self.session_id, values, parent, auto=auto, stamp=stamp)
         if row is None:
             if self._fetchone(_STORED_ID, [self.session_id, message["id"]]) is None:
                 # Not a duplicate: refused (see storage.appends); a cycle if it would sit below its children.

@@ -6,7 +6,7 @@ loses its sync method's signature.
 
 from __future__ import annotations
 
-from typing import Any, assert_type
+from typing import assert_type
 
 from agent_sessions import (
     CompactResult,
@@ -16,6 +16,7 @@ from agent_sessions import (
     SessionInfo,
     SessionManager,
     StoredCompaction,
+    UIMessage,
 )
 from agent_sessions.session.compaction import CompactionHandle
 
@@ -25,7 +26,7 @@ async def session_api(session: Session) -> None:
     assert_type(session.compaction, CompactionHandle)
     assert_type(session.stored_system_prompt(), str | None)
     assert_type(await session.astored_system_prompt(), str | None)
-    assert_type(await session.aget_history(), list[dict[Any, Any]])
+    assert_type(await session.aget_history(), list[UIMessage])
     assert_type(await session.aappend_message({"id": "m", "role": "user", "parts": []}), bool)
     assert_type(await session.asearch("kyoto", limit=5), list[SearchResult])
     assert_type(await session.aget_recent_history(max_content_bytes=1000), RecentHistory)
@@ -36,6 +37,6 @@ async def session_api(session: Session) -> None:
 
 async def manager_api(manager: SessionManager) -> None:
     assert_type(await manager.acreate("chat"), SessionInfo)
-    assert_type(await manager.aget_history("s"), list[dict[Any, Any]])
+    assert_type(await manager.aget_history("s"), list[UIMessage])
     assert_type(await manager.asearch("kyoto"), list[SearchResult])
     assert_type(await manager.aget_session("s"), Session)

@@ -234,6 +234,16 @@ def _owner(username: str | None, using: str) -> Any:
     return model._default_manager.db_manager(using).filter(**{model.USERNAME_FIELD: username}).first()
 
 
+def owner_named(username: str | None, using: str) -> Any:
+    """The user a command's ``--owner USERNAME`` names (None without one); an unknown name is an error."""
+    if username is None:
+        return None
+    user = _owner(username, using)
+    if user is None:
+        raise ArchiveError(f"--owner: no user named {username!r}")
+    return user
+
+
 def _message_rows(entries: list) -> Iterator[dict]:
     """Rows for ``insert_rows``, in file order, with tokens, depth and running totals derived."""
     rows: dict[str, dict] = {}
@@ -292,17 +302,22 @@ def _derive_paths(rows: dict[str, dict]) -> None:
             rows[mid]["depth"], rows[mid]["path_tokens"] = depth, total
 
 
-def import_session(using: str, document: dict) -> int:
-    """Write the document's rows (call inside a transaction, after conflicts are handled); returns messages."""
+def import_session(using: str, document: dict, *, owner: Any = None) -> int:
+    """Write the document's rows (call inside a transaction, after conflicts are handled); returns messages.
+
+    Every session but the default namespace gets a registry row, so it is listed: the document's
+    record, or one with no name when it has none.  ``owner``: the row's owner when the document names none.
+    """
     session_id = document["session_id"]
     record = document.get("session")
     rows = list(_message_rows(document.get("messages", [])))
     DjangoSessionProvider(session_id, using=using).insert_rows(rows)
-    if record is not None:
+    if record is not None or session_id:
         # After the messages: the insert triggers would stamp updated_at; a new row counts them itself.
+        record = record if record is not None else {"id": session_id}
         fields = {f: record[f] for f in RECORD_FIELDS if record.get(f) is not None}
         fields.update(_stamps(created_at=record.get("created_at"), updated_at=record.get("updated_at")))
-        SessionRecord.objects.using(using).create(**fields, owner=_owner(record.get("owner"), using))
+        SessionRecord.objects.using(using).create(**fields, owner=_owner(record.get("owner"), using) or owner)
     Compaction.objects.using(using).bulk_create(
         Compaction(
             compaction_id=c["id"],

@@ -14,7 +14,7 @@ from agent_sessions.exceptions import InvalidMessage
 from agent_sessions.models import ContextBlockRecord, SessionRecord
 from agent_sessions.storage.orm import DjangoSessionProvider
 
-from . import _archive_checks, _openai, _transcript_checks
+from . import _archive, _archive_checks, _openai, _transcript_checks
 from ._base import ProgressCommand, session_exists
 from ._fields import BadField
 
@@ -36,6 +36,12 @@ class Command(ProgressCommand):
         parser.add_argument("--model", default=None, help="Model to record (default: the file's 'model', if any).")
         parser.add_argument("--source", default="openai-transcript", help="Source to record on the session.")
         parser.add_argument(
+            "--owner",
+            default=None,
+            metavar="USERNAME",
+            help="Owner of the new session (who sees it in the API); without one only staff see it.",
+        )
+        parser.add_argument(
             "--system-as",
             choices=("context", "message"),
             default="context",
@@ -54,6 +60,10 @@ class Command(ProgressCommand):
         model = options["model"] or (data.get("model") if isinstance(data, dict) else None)
         name = options["name"] or Path(path).stem
         system_as_message = options["system_as"] == "message"
+        try:
+            owner = _archive.owner_named(options.get("owner"), using)
+        except _archive.ArchiveError as exc:
+            raise CommandError(f"{exc} (nothing was imported)") from exc
         try:
             messages = _openai.message_list(data)
             _transcript_checks.check_messages(messages, system_as_message=system_as_message)
@@ -74,14 +84,16 @@ class Command(ProgressCommand):
         try:
             with transaction.atomic(using=using):
                 SessionRecord.objects.using(using).create(
-                    id=session_id, name=name, model=model, source=options["source"]
+                    id=session_id, name=name, model=model, source=options["source"], owner=owner
                 )
                 if converted.system:
                     label = f"{options['system_label']}_{session_id}"
                     ContextBlockRecord.objects.using(using).update_or_create(
                         label=label, defaults={"content": "\n\n".join(converted.system), "session_id": session_id}
                     )
-                self._append(DjangoSessionProvider(session_id, using=using), converted.messages)
+                storage = DjangoSessionProvider(session_id, using=using)
+                storage.mark_registered()  # its row was made just above
+                self._append(storage, converted.messages)
         except (InvalidMessage, DatabaseError) as exc:
             raise CommandError(f"{path}: {exc} (nothing was imported)") from exc
         for warning in converted.warnings:

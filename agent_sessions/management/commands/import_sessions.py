@@ -36,9 +36,19 @@ class Command(ProgressCommand):
         parser.add_argument(
             "--replace", action="store_true", help="Delete an existing session (and its blocks) before importing it."
         )
+        parser.add_argument(
+            "--owner",
+            default=None,
+            metavar="USERNAME",
+            help="Owner of the imported sessions whose line names none (who sees them in the API; staff see all).",
+        )
 
-    def handle(self, *args: Any, path: str, replace: bool, **options: Any) -> None:
+    def handle(self, *args: Any, path: str, replace: bool, owner: str | None = None, **options: Any) -> None:
         using = self.alias(options)
+        try:
+            self.owner = _archive.owner_named(owner, using)
+        except _archive.ArchiveError as exc:
+            raise CommandError(f"{exc} (nothing was imported)") from exc
         stream = self._spool_stdin() if path == "-" else self._open(path)
         total = None if path == "-" else Path(path).stat().st_size
         sessions = messages = 0
@@ -116,7 +126,7 @@ class Command(ProgressCommand):
                     f"line {number}: session {checked.session_id!r} already exists; pass --replace to overwrite it"
                 )
             _archive.remove_existing(using, document)
-        return _archive.import_session(using, document)
+        return _archive.import_session(using, document, owner=self.owner)
 
 
 def _parse(line: str, number: int) -> Any:

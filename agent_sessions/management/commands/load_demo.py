@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import secrets
+from typing import cast
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
 from agent_sessions.models import ContextBlockRecord, SessionRecord
 from agent_sessions.session import Session
+from agent_sessions.ui_message import UIMessage
 
 DEMO_ID = "demo"
 
 
-def _text(mid: str, role: str, text: str) -> dict:
-    return {"id": mid, "role": role, "parts": [{"type": "text", "text": text}]}
+def _text(mid: str, role: str, text: str) -> UIMessage:
+    return cast(UIMessage, {"id": mid, "role": role, "parts": [{"type": "text", "text": text}]})
 
 
 class Command(BaseCommand):
@@ -61,7 +63,7 @@ class Command(BaseCommand):
             _text("a4", "assistant", "Day two: Arashiyama bamboo grove, Tenryu-ji garden, then Okochi Sanso."),
         ]
         for message in conversation:
-            session.append_message(message)
+            session.append_message(cast(UIMessage, message))
         # A branch: the user regenerates the answer to "And day two?".
         session.append_message(
             _text("a4b", "assistant", "Day two, alternative: Fushimi Inari at dawn, then Tofuku-ji."), "u4"
