@@ -24,6 +24,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "ninja",  # /api/docs serves Swagger UI from ninja's static files, not a CDN (check agent_sessions.W016)
     "pgtrigger",
     "agent_sessions",
 ]
