@@ -122,3 +122,43 @@ def test_docs_are_linked_from_the_readme():
         assert f"(docs/{page}.md)" in text
         assert (README.parent / "docs" / f"{page}.md").exists()
     assert "/api/docs" in (README.parent / "docs" / "api.md").read_text(encoding="utf-8")
+
+
+def demo_settings_defaults() -> dict[str, object]:
+    """``{variable: default}`` of every environment variable project/settings.py reads by a literal name:
+    ``os.environ.get(NAME, default)`` and ``env_bool(NAME, default)`` (``...`` when the default is an expression)."""
+    import ast
+
+    tree = ast.parse((README.parent / "project" / "settings.py").read_text(encoding="utf-8"))
+    found: dict[str, object] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not node.args or not isinstance(node.args[0], ast.Constant):
+            continue
+        func = ast.unparse(node.func)
+        if func in ("os.environ.get", "env_bool") and isinstance(node.args[0].value, str):
+            default = node.args[1] if len(node.args) > 1 else None
+            found[node.args[0].value] = default.value if isinstance(default, ast.Constant) else ...
+    return found
+
+
+def test_demo_settings_reference_matches_the_projects_defaults():
+    """docs/settings.md's demo table lists every variable project/settings.py reads, with the code's default."""
+    text = (README.parent / "docs" / "settings.md").read_text(encoding="utf-8")
+    demo_table = text.split("## Settings of the demo project")[1]
+    rows = dict(re.findall(r"^\| `(\w+)` \| ([^|]*) \|", demo_table, re.M))
+    code = demo_settings_defaults()
+    assert {"DJANGO_HSTS_SECONDS", "DJANGO_DEBUG", "CELERY_BROKER_URL"} <= set(code)
+    missing = sorted(set(code) - set(rows))
+    assert not missing, f"add to docs/settings.md's demo table: {', '.join(missing)}"
+    for name, default in code.items():
+        documented = re.match(r"`([^`]*)`", rows[name].strip())
+        if default is ... or default is None:
+            continue  # an expression or no default: the cell explains it in words
+        if default == "":
+            assert rows[name].strip() in ("empty", "``"), f"{name}: the code's default is empty"
+            continue
+        expected = str(default).lower() if isinstance(default, bool) else str(default)
+        assert documented, f"{name}: the code's default is {expected!r}; docs/settings.md gives none"
+        assert documented.group(1) == expected, (
+            f"{name}: docs/settings.md says {documented.group(1)!r}, code {expected!r}"
+        )
