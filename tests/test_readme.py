@@ -10,12 +10,17 @@ import pytest
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
+PROJECT_FILE = re.compile(r"# ([\w/]+\.py)\n")
+
+
 def quick_start_blocks() -> list[str]:
-    """The ```python blocks between the "## Quick start" heading and the next "## " heading."""
+    """The ```python blocks between the "## Quick start" heading and the next "## " heading that are code to
+    run; a block headed ``# <path>.py`` is a file of the reader's project (scripts/wheel_check.py applies those)."""
     text = README.read_text(encoding="utf-8")
     section = re.search(r"^## Quick start\n(.*?)(?=^## )", text, re.S | re.M)
     assert section, "README.md has no '## Quick start' section"
-    return re.findall(r"^```python\n(.*?)^```", section.group(1), re.S | re.M)
+    blocks = re.findall(r"^```python\n(.*?)^```", section.group(1), re.S | re.M)
+    return [block for block in blocks if not PROJECT_FILE.match(block)]
 
 
 def test_readme_keeps_two_commands_first():
@@ -42,6 +47,9 @@ def test_quick_start_runs_verbatim():
     assert all(t["type"] == "function" for t in request["tools"])
     session = namespace["session"]
     assert session.get_context_block("memory").content == "The user's name is Ada."
+    for block in blocks:  # run twice on the same database, as a reader re-running the shell session does
+        exec(compile(block, f"{README.name} (quick start, again)", "exec"), namespace)  # noqa: S102
+    assert [m["id"] for m in session.get_history()] == ["u1", "a1b"]
     anthropic_request = namespace["anthropic_request"]
     assert "You are a helpful assistant." in anthropic_request["system"]
     assert anthropic_request["messages"][0] == {"role": "user", "content": [{"type": "text", "text": "Hi, I'm Ada."}]}
@@ -162,3 +170,24 @@ def test_demo_settings_reference_matches_the_projects_defaults():
         assert documented.group(1) == expected, (
             f"{name}: docs/settings.md says {documented.group(1)!r}, code {expected!r}"
         )
+
+
+def project_file_blocks() -> dict[str, str]:
+    """``{path: block}`` of the quick start's ```python blocks headed ``# <path>.py`` (the reader's project files)."""
+    section = re.search(r"^## Quick start\n(.*?)(?=^## )", README.read_text(encoding="utf-8"), re.S | re.M)
+    blocks = re.findall(r"^```python\n(.*?)^```", section.group(1), re.S | re.M)
+    return {match.group(1): block for block in blocks if (match := PROJECT_FILE.match(block))}
+
+
+@pytest.mark.django_db
+def test_the_readme_sessions_module_registers_a_configuration_a_worker_can_rebuild():
+    from agent_sessions import registry
+
+    files = project_file_blocks()
+    assert set(files) == {"mysite/settings.py", "mysite/urls.py", "mysite/__init__.py", "myapp/sessions.py"}
+    try:
+        exec(compile(files["myapp/sessions.py"], "README.md (myapp/sessions.py)", "exec"), {})  # noqa: S102
+        session = registry.get("support").get_session("chat-1")
+        assert session.config_name == "support"
+    finally:
+        registry.unregister("support")
