@@ -43,7 +43,7 @@ PROJECT_FILE = re.compile(r"# ([\w/]+\.py)\n")
 REDIS_URL = os.environ.get("AGENT_SESSIONS_WHEEL_REDIS", "redis://127.0.0.1:6379/13")
 # What each extra makes importable (a module of the package, or the extra's own package).
 EXTRA_MODULES = {
-    "redis": ["redis"],
+    "redis": ["redis", "kombu.transport.redis"],  # the Celery broker transport, not only the client
     "fast": ["orjson"],
     "openai-agents": ["agent_sessions.integrations.openai_agents"],
     "langchain": ["agent_sessions.integrations.langchain"],
@@ -334,8 +334,12 @@ def serve_and_fetch(python: Path, project: Path, env: dict[str, str]) -> None:
         curl = readme_shell("curl").replace("127.0.0.1:8000", f"127.0.0.1:{port}")
         curl = "\n".join(line for line in curl.splitlines() if "manage.py runserver" not in line)
         for attempt in (1, 2):
-            out = run(["bash", "-euo", "pipefail", "-c", curl], cwd=project, env=env)
-            listed = json.loads(out.strip().splitlines()[-1])
+            done = subprocess.run(
+                ["bash", "-euo", "pipefail", "-c", curl], cwd=project, env=env, capture_output=True, text=True
+            )
+            if done.returncode != 0:
+                raise CheckFailed(f"README curl run {attempt} exited {done.returncode}: {done.stderr[-2000:]}")
+            listed = json_values(done.stdout)[-1]  # curl prints its bodies with no newline between them
             names = [item["name"] for item in listed["items"]]
             if names.count("From curl") != attempt:
                 raise CheckFailed(f"README curl run {attempt}: GET /api/sessions lists {names}")
@@ -344,6 +348,17 @@ def serve_and_fetch(python: Path, project: Path, env: dict[str, str]) -> None:
         server.terminate()
         server.wait(timeout=20)
         log.close()
+
+
+def json_values(text: str) -> list:
+    """The JSON values written one after another in ``text``."""
+    decoder, values, at = json.JSONDecoder(), [], 0
+    while at < len(text := text.strip()):
+        value, at = decoder.raw_decode(text, at)
+        values.append(value)
+        while at < len(text) and text[at].isspace():
+            at += 1
+    return values
 
 
 def check_docs_page(base: str) -> None:

@@ -184,7 +184,8 @@ TEST_TOOLS = {"pytest", "pytest-django", "hypothesis", "ruff", "mypy", "playwrig
 
 def _pins(path: Path) -> dict[str, str]:
     lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
-    return dict(re.match(r"([\w.\-\[\]]+)==(\S+)$", line).groups() for line in lines if line and line[0] not in "#-")
+    pins = [re.match(r"([\w.\-]+)(?:\[[\w,]+\])?==(\S+)$", line) for line in lines if line and line[0] not in "#-"]
+    return dict(pin.groups() for pin in pins)
 
 
 def test_the_image_installs_run_time_packages_only():
