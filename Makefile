@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 
 .PHONY: install demo serve test test-sqlite test-postgres test-postgres-partitioned contract lint wheel-check bench bench-smoke api-fuzz clean
 
-$(VENV)/.installed: requirements.txt pyproject.toml
+$(VENV)/.installed: requirements.txt requirements-deploy.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt

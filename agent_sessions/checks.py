@@ -144,6 +144,41 @@ def check_pgtrigger_installed(app_configs=None, **kwargs):
     ]
 
 
+DOCS_APPS = ("ninja", "django.contrib.staticfiles")
+
+
+def api_docs_mounted() -> bool:
+    """Whether the project's URLconf mounts the JSON API's docs page (``include("agent_sessions.urls")``)."""
+    from django.urls import NoReverseMatch, reverse
+
+    try:
+        reverse("agent_sessions_api:openapi-view")
+    except NoReverseMatch:
+        return False
+    return True
+
+
+@checks.register()
+def check_api_docs_offline(app_configs=None, **kwargs):
+    """``/api/docs`` loads Swagger UI from django-ninja's static files only when ``ninja`` is an installed app
+    (and static files are served); otherwise ninja renders a page that loads it from a CDN, blank offline."""
+    from django.apps import apps
+
+    missing = [app for app in DOCS_APPS if not apps.is_installed(app)]
+    if not missing or not api_docs_mounted():
+        return []
+    listed = ", ".join(f'"{app}"' for app in missing)
+    return [
+        checks.Warning(
+            f"{listed} not in INSTALLED_APPS: the API docs page loads Swagger UI from a CDN "
+            "(a blank page offline or behind a strict Content-Security-Policy).",
+            hint=f"Add {listed} to INSTALLED_APPS; Swagger UI is then served from the static files "
+            "(collectstatic in production).",
+            id="agent_sessions.W016",
+        )
+    ]
+
+
 @checks.register()
 def check_summarizer_api_key(app_configs=None, **kwargs):
     """An OpenAI-compatible summariser configured for a remote endpoint without an API key."""

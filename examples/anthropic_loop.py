@@ -1,15 +1,13 @@
 """An Anthropic Messages agent loop (with extended thinking) whose history lives in django-agent-sessions.
 
-Run it from the repository root: ``python -m examples.anthropic_loop``. It needs no key and
-no network: the real ``anthropic`` client talks to a scripted fake model through
-``httpx2.MockTransport``. Pass ``anthropic.Anthropic()`` to :func:`main` to use the real API.
+Run it from the repository root: ``python -m examples.anthropic_loop`` (``pip install -e ".[examples]"``).
+It needs no key and no network: the real ``anthropic`` client talks to a scripted fake model
+through ``httpx2.MockTransport``. Pass ``anthropic.Anthropic()`` to :func:`main` to use the real API.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from typing import Any
 
 import anthropic
@@ -104,17 +102,8 @@ def main(session_id: str = "example-anthropic", client: anthropic.Anthropic | No
     return session.get_history()
 
 
-def setup_django() -> None:
-    """Django on the demo project's settings, with a throw-away SQLite database unless DATABASE_URL is set."""
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
-    os.environ.setdefault("DATABASE_URL", f"sqlite:///{tempfile.mkdtemp(prefix='agent-example-')}/example.sqlite3")
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    call_command("migrate", verbosity=0)
-
-
 if __name__ == "__main__":
-    setup_django()
+    from examples import _setup
+
+    _setup.django()
     main()

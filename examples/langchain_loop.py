@@ -1,6 +1,6 @@
 """A LangChain tool-calling loop whose chat history lives in agent_sessions (offline: a fake chat model).
 
-    python examples/langchain_loop.py
+    python -m examples.langchain_loop      # from the repository root; pip install -e ".[examples]"
 
 Swap the fake model for ``ChatOpenAI(...).bind_tools([get_weather])`` to talk to a real one.
 """
@@ -53,7 +53,7 @@ def main(session_id: str = "example-langchain") -> list[str]:
 
 
 if __name__ == "__main__":
-    import _setup
+    from examples import _setup
 
     _setup.django()
     main()

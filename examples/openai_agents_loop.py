@@ -1,6 +1,6 @@
 """An OpenAI Agents SDK agent whose history lives in agent_sessions (offline: a local fake model).
 
-    python examples/openai_agents_loop.py
+    python -m examples.openai_agents_loop      # from the repository root; pip install -e ".[examples]"
 
 Swap ``WeatherModel()`` for a real model name (``model="gpt-4.1"``) to talk to OpenAI.
 """
@@ -72,7 +72,7 @@ def main(session_id: str = "example-openai-agents") -> list[str]:
 
 
 if __name__ == "__main__":
-    import _setup
+    from examples import _setup
 
     _setup.django()
     main()

@@ -1,15 +1,13 @@
 """An OpenAI Chat Completions agent loop whose history lives in django-agent-sessions.
 
-Run it from the repository root: ``python -m examples.openai_chat_loop``. It needs no key
-and no network: the real ``openai`` client talks to a scripted fake model through
+Run it from the repository root: ``python -m examples.openai_chat_loop`` (``pip install -e ".[examples]"``).
+It needs no key and no network: the real ``openai`` client talks to a scripted fake model through
 ``httpx.MockTransport``. Pass ``openai.OpenAI()`` to :func:`main` to use the real API.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from typing import Any
 
 import httpx
@@ -103,17 +101,8 @@ def main(session_id: str = "example-openai-chat", client: openai.OpenAI | None =
     return session.get_history()
 
 
-def setup_django() -> None:
-    """Django on the demo project's settings, with a throw-away SQLite database unless DATABASE_URL is set."""
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
-    os.environ.setdefault("DATABASE_URL", f"sqlite:///{tempfile.mkdtemp(prefix='agent-example-')}/example.sqlite3")
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    call_command("migrate", verbosity=0)
-
-
 if __name__ == "__main__":
-    setup_django()
+    from examples import _setup
+
+    _setup.django()
     main()

@@ -1,6 +1,6 @@
 """A Pydantic AI agent whose message history lives in agent_sessions (offline: FunctionModel).
 
-    python examples/pydantic_ai_loop.py
+    python -m examples.pydantic_ai_loop      # from the repository root; pip install -e ".[examples]"
 
 Swap the FunctionModel for ``"openai:gpt-4.1"`` to talk to a real model.
 """
@@ -45,7 +45,7 @@ def main(session_id: str = "example-pydantic-ai") -> list[str]:
 
 
 if __name__ == "__main__":
-    import _setup
+    from examples import _setup
 
     _setup.django()
     main()

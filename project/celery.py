@@ -1,11 +1,5 @@
-"""Celery app of the demo project; tasks run inline (eager) when no broker is configured."""
+"""Celery app of the demo project; tasks run inline (eager) when no broker is configured (project/settings.py)."""
 
-import os
+from agent_sessions.celery import make_celery_app
 
-from celery import Celery
-
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
-
-app = Celery("project")
-app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks()
+app = make_celery_app("project")

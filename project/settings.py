@@ -14,7 +14,15 @@ def env_bool(name: str, default: bool) -> bool:
 
 
 DEBUG = env_bool("DJANGO_DEBUG", True)
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "dev-only-insecure-key-change-me" if DEBUG else "")
+DEV_SECRET_KEY = "dev-only-insecure-key-change-me"
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", DEV_SECRET_KEY if DEBUG else "")
+
+
+def is_placeholder_secret(key: str) -> bool:
+    """An empty key, this file's development key, Django's generated ``django-insecure-`` ones, a ``change-me``."""
+    return not key.strip() or key == DEV_SECRET_KEY or key.startswith("django-insecure-") or "change-me" in key
+
+
 ALLOWED_HOSTS = [h for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h]
 
 INSTALLED_APPS = [
@@ -24,6 +32,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "ninja",  # /api/docs serves Swagger UI from ninja's static files, not a CDN (check agent_sessions.W016)
     "pgtrigger",
     "agent_sessions",
 ]
@@ -32,6 +41,9 @@ MIDDLEWARE = [
     # JSON errors, chunked bodies and URL limits for the API's URLs (before anything reads the body).
     "agent_sessions.api.middleware.ApiErrorMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # /static/ (the admin's CSS, the tree page, Swagger UI) from STATIC_ROOT, compressed and cached,
+    # with no web server in front (docker-compose.yml); files are collected into the image.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -101,7 +113,7 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = Path(os.environ.get("DJANGO_STATIC_ROOT", BASE_DIR / "staticfiles"))
 MEDIA_ROOT = Path(os.environ.get("DJANGO_MEDIA_ROOT", BASE_DIR / "media"))
 
 # Celery: a real broker when CELERY_BROKER_URL is set, otherwise tasks run inline.
@@ -155,10 +167,13 @@ del _name
 CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o]
 
 if not DEBUG:
-    if not SECRET_KEY:
+    if is_placeholder_secret(SECRET_KEY):
         from django.core.exceptions import ImproperlyConfigured
 
-        raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off")
+        raise ImproperlyConfigured(
+            "DJANGO_SECRET_KEY must be set to a secret of your own when DJANGO_DEBUG is off (it is empty or a "
+            "placeholder); e.g. python -c 'import secrets; print(secrets.token_urlsafe(50))'"
+        )
     SESSION_COOKIE_SECURE = True
     SESSION_COOKIE_HTTPONLY = True
     CSRF_COOKIE_SECURE = True

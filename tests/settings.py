@@ -68,6 +68,8 @@ DEBUG = False
 ALLOWED_HOSTS = ["127.0.0.1", "localhost", "testserver"]
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 MEDIA_ROOT = tempfile.mkdtemp(prefix="agent-sessions-media-")
+# WhiteNoise (project/settings.py) reads STATIC_ROOT at start-up: an empty folder of the run, not the repository's.
+STATIC_ROOT = Path(tempfile.mkdtemp(prefix="agent-sessions-static-"))
 CELERY_BROKER_URL = "memory://"
 CELERY_TASK_ALWAYS_EAGER = True
 CELERY_TASK_EAGER_PROPAGATES = False

@@ -1,9 +1,10 @@
 """docker-compose.yml is valid and every command in it is a real command of this repository.
 
-The static tests parse the file with PyYAML (and run ``docker-compose config`` when the
-binary is installed).  The live test runs the web service's command (migrate + gunicorn),
-its health check, the worker's celery command and beat with the compose file's
-environment, against the local PostgreSQL and Redis instead of the compose services.
+The static tests parse the file with PyYAML (and run ``docker compose config``, or
+``docker-compose config``, when one is installed).  The live test runs the migrate service's
+command, then the web service's (gunicorn, static files by WhiteNoise), its health check, the
+worker's celery command and beat with the compose file's environment, against the local
+PostgreSQL and Redis instead of the compose services.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 from importlib import import_module
 from pathlib import Path
@@ -29,7 +31,8 @@ from django.urls import resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "docker-compose.yml"
-APP_SERVICES = ("web", "worker", "beat")
+APP_SERVICES = ("migrate", "web", "worker", "beat")
+SECRET = "compose-test-secret-0123456789abcdefghijklmnopqrstuvwxyz"
 
 
 @pytest.fixture(scope="module")
@@ -57,19 +60,29 @@ def _steps(command) -> list[list[str]]:
 
 
 def _interpolate(value: str, env: dict[str, str] | None = None) -> str:
-    """Compose's ``${VAR:-default}`` / ``${VAR}`` substitution."""
-    env = env or {}
-    return re.sub(r"\$\{(\w+)(?::-([^}]*))?\}", lambda m: env.get(m.group(1)) or (m.group(2) or ""), value)
+    """Compose's ``${VAR:-default}`` / ``${VAR:?error}`` / ``${VAR}`` substitution (the secret key is set)."""
+    env = {"DJANGO_SECRET_KEY": SECRET, **(env or {})}
+
+    def substitute(match: re.Match) -> str:
+        name, kind, rest = match.group(1), match.group(2), match.group(3) or ""
+        if kind == ":?" and not env.get(name):
+            raise ValueError(rest)
+        return env.get(name) or (rest if kind == ":-" else "")
+
+    return re.sub(r"\$\{(\w+)(?:(:-|:\?)([^}]*))?\}", substitute, value)
 
 
 def test_services_healthchecks_and_volumes(compose):
     services = compose["services"]
     assert set(services) == {"postgres", "redis", *APP_SERVICES}
-    for name in ("postgres", "redis", "web", "worker"):
-        assert services[name]["healthcheck"]["test"], name
+    for name, service in services.items():
+        assert service["healthcheck"]["test"][0] in ("CMD", "CMD-SHELL"), name
     assert services["beat"]["profiles"] == ["beat"]  # optional
-    assert services["web"]["depends_on"]["postgres"]["condition"] == "service_healthy"
-    assert services["worker"]["depends_on"]["web"]["condition"] == "service_healthy"  # after migrations
+    assert services["migrate"]["restart"] == "no"  # one-shot
+    assert services["migrate"]["depends_on"]["postgres"]["condition"] == "service_healthy"
+    for name in ("web", "worker", "beat"):  # they start on a migrated database
+        assert services[name]["depends_on"]["migrate"]["condition"] == "service_completed_successfully", name
+        assert services[name]["depends_on"]["redis"]["condition"] == "service_healthy", name
     assert "pgdata:/var/lib/postgresql/data" in services["postgres"]["volumes"]
     assert set(compose["volumes"]) >= {"pgdata", "redisdata"}
 
@@ -81,7 +94,7 @@ def test_app_services_share_the_production_environment(compose):
         assert "@postgres:5432/" in env["DATABASE_URL"]
         assert env["CELERY_BROKER_URL"] == "redis://redis:6379/0"
         assert env["DJANGO_DEBUG"] == "false"
-        assert "DJANGO_SECRET_KEY" in env
+        assert env["DJANGO_SECRET_KEY"].startswith("${DJANGO_SECRET_KEY:?")  # no default: compose refuses to start
     assert "WEB_CONCURRENCY" in compose["services"]["web"]["environment"]
 
 
@@ -97,10 +110,12 @@ def test_load_and_fault_scripts_run_with_the_compose_connection_settings(compose
 def test_commands_exist_in_this_repository(compose):
     services = compose["services"]
     known = get_commands()
-    migrate, gunicorn = _steps(services["web"]["command"])
+    (migrate,) = _steps(services["migrate"]["command"])
     assert migrate[:3] == ["python", "manage.py", "migrate"]
     assert migrate[2] in known
+    (gunicorn,) = _steps(services["web"]["command"])
     assert gunicorn[0] == "gunicorn"
+    assert "migrate" not in gunicorn
     module, _, attribute = gunicorn[1].partition(":")
     assert callable(getattr(import_module(module), attribute))
     for name, role in (("worker", "worker"), ("beat", "beat")):
@@ -129,19 +144,92 @@ def test_beat_schedule_runs_the_sweeper():
     assert any(e["task"] == "agent_sessions.tasks.sweep_pending_compactions" for e in entries)
 
 
-def test_docker_compose_config_accepts_the_file():
-    if shutil.which("docker-compose") is None:  # .ci/run installs it (Debian's docker-compose)
-        pytest.skip("docker-compose is not installed")
+def _compose_cli() -> list[str]:
+    """``docker compose`` (the v2 plugin) or ``docker-compose``; a skip (a failure under CI) without either."""
+    if shutil.which("docker"):
+        probe = subprocess.run(["docker", "compose", "version"], capture_output=True, timeout=30)
+        if probe.returncode == 0:
+            return ["docker", "compose"]
+    if shutil.which("docker-compose"):
+        return ["docker-compose"]
+    message = "neither `docker compose` nor docker-compose is installed (.ci/run installs Debian's docker-compose)"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def test_docker_compose_config_accepts_the_file_and_demands_a_secret_key():
+    cli = _compose_cli()
+    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SECRET_KEY"}
     for args in ([], ["--profile", "beat"]):
         result = subprocess.run(
-            ["docker-compose", "-f", str(COMPOSE), *args, "config", "--services"],
+            [*cli, "-f", str(COMPOSE), *args, "config", "--services"],
             capture_output=True,
             text=True,
             timeout=60,
             cwd=ROOT,
+            env={**env, "DJANGO_SECRET_KEY": SECRET},
         )
         assert result.returncode == 0, result.stderr
     assert set(result.stdout.split()) == {"postgres", "redis", *APP_SERVICES}
+    refused = subprocess.run(
+        [*cli, "-f", str(COMPOSE), "config"], capture_output=True, text=True, timeout=60, cwd=ROOT, env=env
+    )
+    assert refused.returncode != 0
+    assert "set DJANGO_SECRET_KEY" in refused.stderr
+
+
+TEST_TOOLS = {"pytest", "pytest-django", "hypothesis", "ruff", "mypy", "playwright", "schemathesis", "build", "twine"}
+
+
+def _pins(path: Path) -> dict[str, str]:
+    lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+    pins = [re.match(r"([\w.\-]+)(?:\[[\w,]+\])?==(\S+)$", line) for line in lines if line and line[0] not in "#-"]
+    return dict(pin.groups() for pin in pins)
+
+
+def test_the_image_installs_run_time_packages_only():
+    deploy = _pins(ROOT / "requirements-deploy.txt")
+    assert {"Django", "gunicorn", "whitenoise", "celery", "redis"} <= set(deploy)
+    assert not TEST_TOOLS & set(deploy)
+    assert set(_pins(ROOT / "requirements.txt")) >= TEST_TOOLS  # development and CI get them on top
+    assert "-r requirements-deploy.txt" in (ROOT / "requirements.txt").read_text(encoding="utf-8")
+    dockerfile = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+    assert re.findall(r"pip install .*", dockerfile) == ["pip install --no-cache-dir -r requirements-deploy.txt"]
+    ignored = (ROOT / ".dockerignore").read_text(encoding="utf-8").split()
+    assert {"tests", "bench", "examples", "scripts", "requirements.txt"} <= set(ignored)
+
+
+@pytest.mark.parametrize(
+    ("key", "refused"),
+    [
+        (None, True),
+        ("", True),
+        ("dev-only-insecure-key-change-me", True),
+        ("django-insecure-0123456789abcdefghijklmnopqrstuvwxyz", True),
+        ("change-me-in-production", True),
+        (SECRET, False),
+    ],
+)
+def test_the_settings_refuse_a_placeholder_secret_key_outside_debug(key, refused):
+    env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SECRET_KEY", "DJANGO_SETTINGS_MODULE")}
+    env.update(DJANGO_DEBUG="false", PYTHONPATH=str(ROOT))
+    if key is not None:
+        env["DJANGO_SECRET_KEY"] = key
+    done = subprocess.run(
+        [sys.executable, "-c", "import project.settings"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode != 0) is refused, done.stderr[-2000:]
+    if refused:
+        assert "DJANGO_SECRET_KEY must be set to a secret of your own" in done.stderr
+    debug = subprocess.run(
+        [sys.executable, "-c", "import project.settings"],
+        env={**env, "DJANGO_DEBUG": "true"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert debug.returncode == 0, debug.stderr[-2000:]  # a local trial runs with the development key
 
 
 # ── live: the same commands against the local services ───────────────────────
@@ -171,7 +259,7 @@ def _local_services():
 
 
 @pytest.fixture
-def stack_env(compose):
+def stack_env(compose, tmp_path):
     """The app services' environment with the compose hosts pointed at local services and a fresh database."""
     _local_services()
     import psycopg
@@ -181,6 +269,7 @@ def stack_env(compose):
         conn.execute(f'CREATE DATABASE "{name}"')
     env = {k: _interpolate(str(v)) for k, v in compose["services"]["web"]["environment"].items()}
     env["DATABASE_URL"] = f"postgres://{PG['user']}@{PG['host']}:{PG['port']}/{name}"
+    env["DJANGO_STATIC_ROOT"] = str(tmp_path / "staticfiles")
     env["CELERY_BROKER_URL"] = env["CELERY_BROKER_URL"].replace(
         "redis://redis:6379/0", f"redis://127.0.0.1:6379/{REDIS_DB}"
     )
@@ -249,16 +338,32 @@ def _healthy(argv: list[str], env: dict) -> bool:
 @pytest.mark.timeout(240)
 def test_compose_commands_run_against_local_services(compose, stack_env, processes):
     services = compose["services"]
+    migrate = subprocess.run(
+        [_interpolate(w) for w in services["migrate"]["command"]],
+        env=stack_env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert migrate.returncode == 0, migrate.stderr[-3000:]
+    assert "Applying agent_sessions.0001_squashed_0028_context_owner... OK" in migrate.stdout
+    # The image's build step, into a temporary STATIC_ROOT: WhiteNoise serves what it collected.
+    collect = ["python", "manage.py", "collectstatic", "--noinput", "-v", "0"]
+    assert _healthy(collect, {**stack_env, "DJANGO_DEBUG": "true"})
     port = _free_port()
     web = [_interpolate(w) for w in services["web"]["command"]]
-    web[2] = web[2].replace("0.0.0.0:8000", f"127.0.0.1:{port}")
+    web[web.index("0.0.0.0:8000")] = f"127.0.0.1:{port}"
     log = processes.start("web", web, {**stack_env, "WEB_CONCURRENCY": "2"})
     probe = [
         _interpolate(w).replace("127.0.0.1:8000", f"127.0.0.1:{port}") for w in services["web"]["healthcheck"]["test"]
     ]
     assert probe[0] == "CMD"
     _wait(lambda: _healthy(probe[1:], stack_env), "the web health check", log, timeout=120)
-    assert "Applying agent_sessions.0001_squashed_0028_context_owner... OK" in log.read_text()
+    for asset in ("admin/css/base.css", "agent_sessions/tree.css", "ninja/swagger-ui-bundle.js"):
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/static/{asset}", timeout=10) as response:
+            assert response.status == 200, asset
+            assert response.read(), asset
 
     queue = f"compose-{uuid.uuid4().hex[:8]}"
     node = f"{queue}@{socket.gethostname()}"

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import uuid
-from pathlib import Path
 
 import pytest
 from anthropic.types import MessageParam
@@ -14,8 +10,6 @@ from openai.types.chat import ChatCompletionMessageParam
 from pydantic import TypeAdapter
 
 from examples import anthropic_loop, openai_chat_loop
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def materialize(value):
@@ -82,19 +76,3 @@ def test_anthropic_loop_sends_thinking_signatures_and_tool_results_back():
         "signature": "sig-1",
     }
     assert last[2]["content"] == [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "Sunny, 21 °C in Kyoto"}]
-
-
-@pytest.mark.parametrize("module", ["examples.openai_chat_loop", "examples.anthropic_loop"])
-def test_examples_run_as_scripts(module, tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE", "DATABASE_URL")}
-    env["DATABASE_URL"] = f"sqlite:///{tmp_path}/example.sqlite3"
-    proc = subprocess.run(
-        [sys.executable, "-W", "error::DeprecationWarning", "-m", module],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.count("assistant: Here you go: Sunny, 21 °C in Kyoto.") == 2

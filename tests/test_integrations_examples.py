@@ -1,4 +1,4 @@
-"""The examples/ agent loops run offline: as scripts (fresh SQLite file) and in-process on the test database."""
+"""The examples/ agent loops run offline: as modules (their own SQLite file) and in-process on the test database."""
 
 from __future__ import annotations
 
@@ -21,28 +21,48 @@ EXPECTED = {
 }
 
 
-@pytest.fixture(scope="module")
-def script_dir(tmp_path_factory) -> Path:
-    """One SQLite file for all script runs: only the first one pays for the migrations."""
-    return tmp_path_factory.mktemp("examples")
+ROOT = EXAMPLES.parent
+# Every example, run the one documented way: ``python -m examples.<name>`` from the repository root.
+SCRIPT_OUTPUT = {
+    **{name: EXPECTED[name] for name in LOOPS},
+    "openai_chat_loop": ["assistant: Here you go: Sunny, 21 °C in Kyoto."],
+    "anthropic_loop": ["assistant: Here you go: Sunny, 21 °C in Kyoto."],
+}
 
 
-@pytest.mark.parametrize("name", LOOPS)
-def test_example_runs_as_a_script(name, script_dir):
-    tmp_path = script_dir
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}", "PYTHONUTF8": "1"}
-    env.pop("DJANGO_SETTINGS_MODULE", None)
+def repository_state() -> str:
+    """What git sees in the folders an example could write to (ignored files included)."""
+    paths = ["examples", "project", "db.sqlite3", "media", "staticfiles"]
     done = subprocess.run(
-        [sys.executable, str(EXAMPLES / f"{name}.py")],
+        ["git", "status", "--porcelain", "--ignored", "--untracked-files=all", "--", *paths],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout
+
+
+@pytest.mark.parametrize("name", sorted(SCRIPT_OUTPUT))
+def test_example_runs_as_a_module_and_writes_nothing_into_the_repository(name, tmp_path):
+    """Offline (a fake model), on a database of its own in the temporary directory."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE", "DATABASE_URL")}
+    env.update(PYTHONUTF8="1", PYTHONDONTWRITEBYTECODE="1", TMPDIR=str(tmp_path))
+    before = repository_state()
+    done = subprocess.run(
+        [sys.executable, "-W", "error::DeprecationWarning", "-m", f"examples.{name}"],
         env=env,
-        cwd=tmp_path,
+        cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=300,
     )
-    assert done.returncode == 0, done.stderr
-    for answer in EXPECTED[name]:
+    assert done.returncode == 0, done.stderr[-3000:]
+    for answer in SCRIPT_OUTPUT[name]:
         assert answer in done.stdout
+    assert f"(database: {tmp_path}" in done.stdout
+    assert list(tmp_path.glob("agent-sessions-example-*/example.sqlite3"))
+    assert repository_state() == before
 
 
 @pytest.mark.django_db(transaction=True)  # the Agents SDK loop writes from Django's sync thread

@@ -38,8 +38,14 @@ def test_py_typed_templates_and_static_files_are_package_data():
 
 def test_the_wheel_check_reads_the_readme_settings_and_quick_start():
     blocks = wheel_check.readme_quick_start()
-    assert wheel_check.readme_apps(blocks) == ["pgtrigger", "agent_sessions"]
+    files = wheel_check.readme_project_files()
+    assert wheel_check.readme_apps(files) == ["ninja", "pgtrigger", "agent_sessions"]
+    assert {"mysite/settings.py", "mysite/urls.py", "mysite/__init__.py"} <= set(files)
     assert any("build_session(" in block for block in blocks)
+    assert not any(block.startswith("# mysite/") for block in blocks)
+    assert "celery -A mysite worker" in wheel_check.readme_shell("celery -A")
+    assert '{"message": {' in wheel_check.readme_shell("curl")
+    assert wheel_check.readme_install_extras() == "[redis]"
 
 
 def _defines_a_test(path: Path) -> bool:
