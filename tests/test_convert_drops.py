@@ -157,10 +157,10 @@ def test_chat_drops_reasoning_and_puts_text_before_tool_calls():
 
 def test_chat_sends_errors_as_the_tool_content_and_reads_them_back_as_output():
     out = convert.to_openai_chat([user(), assistant(call("output-error", errorText="city unknown"))])
-    assert out[-1] == {"role": "tool", "tool_call_id": "c1", "content": "city unknown"}
+    assert out[-1] == {"role": "tool", "tool_call_id": "c1", "content": '{"error":"city unknown"}'}
     back = convert.from_openai_chat_messages(out)[1]["parts"][0]
     assert back["state"] == "output-available"
-    assert back["output"] == "city unknown"
+    assert back["output"] == '{"error":"city unknown"}'
     assert "errorText" not in back
 
 
@@ -287,8 +287,8 @@ def test_responses_merges_steps_without_tool_results():
 
 def test_responses_error_results_come_back_as_output():
     out = convert.to_openai_responses([user(), assistant(call("output-error", errorText="boom"))])
-    assert out[-1] == {"type": "function_call_output", "call_id": "c1", "output": "boom"}
-    assert convert.from_openai_responses(out)[1]["parts"][0]["output"] == "boom"
+    assert out[-1] == {"type": "function_call_output", "call_id": "c1", "output": '{"error":"boom"}'}
+    assert convert.from_openai_responses(out)[1]["parts"][0]["output"] == '{"error":"boom"}'
 
 
 def test_from_openai_responses_reads_a_response_output_and_skips_other_item_types():

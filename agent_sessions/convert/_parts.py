@@ -226,6 +226,19 @@ def fast_input_json(part: dict) -> str:
     return input_json(part)
 
 
+def output_text(part: dict, state: str) -> str:
+    """A result for APIs without an error flag (OpenAI): the output's text, or an error (a failure or a
+    denial) as ``{"error": text}`` JSON, so the model can tell the two apart, as the AI SDK sends it."""
+    text = result_text(part)
+    return text if state == "output-available" else dumps({"error": text})
+
+
+def fast_output_text(part: dict, state: str) -> str:
+    """:func:`output_text` through :func:`fast_result_text` (the same text)."""
+    text = fast_result_text(part, state)
+    return text if state == "output-available" else dumps({"error": text})
+
+
 def denied_text(part: dict) -> str:
     """What a denied call's result says: its approval's reason, else :data:`DENIED_TEXT`."""
     approval = part.get("approval")

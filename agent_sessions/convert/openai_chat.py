@@ -87,7 +87,7 @@ def _assistant(parts: list, out: list[dict]) -> None:
             calls.append(
                 {"id": call_id, "type": "function", "function": {"name": name, "arguments": P.input_json(part)}}
             )
-            results.append({"role": "tool", "tool_call_id": call_id, "content": P.result_text(part)})
+            results.append({"role": "tool", "tool_call_id": call_id, "content": P.output_text(part, state)})
     if texts or calls:
         _flush_step(out, texts, calls, results)
 
@@ -168,7 +168,7 @@ def _fast_assistant(parts: list, out: list[dict]) -> None:
                 calls = [call]
             else:
                 calls.append(call)
-            message = {"role": "tool", "tool_call_id": call_id, "content": P.fast_result_text(part, state)}
+            message = {"role": "tool", "tool_call_id": call_id, "content": P.fast_output_text(part, state)}
             if results is None:
                 results = [message]
             else:

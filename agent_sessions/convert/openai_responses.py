@@ -90,7 +90,7 @@ def _assistant(parts: list, items: list[dict]) -> None:
                 continue
             call_id, name, state = found
             items.append({"type": "function_call", "call_id": call_id, "name": name, "arguments": P.input_json(part)})
-            results.append({"type": "function_call_output", "call_id": call_id, "output": P.result_text(part)})
+            results.append({"type": "function_call_output", "call_id": call_id, "output": P.output_text(part, state)})
     items.extend(results)
 
 
@@ -153,7 +153,7 @@ def _fast_assistant(parts: list, items: list[dict]) -> None:
             items.append(
                 {"type": "function_call", "call_id": call_id, "name": name, "arguments": P.fast_input_json(part)}
             )
-            result = {"type": "function_call_output", "call_id": call_id, "output": P.fast_result_text(part, state)}
+            result = {"type": "function_call_output", "call_id": call_id, "output": P.fast_output_text(part, state)}
             if results is None:
                 results = [result]
             else:
