@@ -55,6 +55,7 @@ if TYPE_CHECKING:  # the list of exports; at run time read by _exports() and loa
     from .exceptions import InvalidUsage as InvalidUsage
     from .exceptions import MessageCycle as MessageCycle
     from .exceptions import MessageTooLarge as MessageTooLarge
+    from .exceptions import MissingToolResults as MissingToolResults
     from .exceptions import SearchNotSupported as SearchNotSupported
     from .exceptions import SearchQueryError as SearchQueryError
     from .exceptions import SearchTooComplex as SearchTooComplex

@@ -18,6 +18,7 @@ __all__ = [
     "InvalidUsage",
     "MessageCycle",
     "MessageTooLarge",
+    "MissingToolResults",
     "PartitionError",
     "SearchNotSupported",
     "SearchQueryError",
@@ -51,6 +52,22 @@ class InvalidText(InvalidMessage):
 
 class MessageCycle(InvalidMessage):
     """A parent link that would close a cycle, or a stored cycle met by a read that cannot step around it."""
+
+
+class MissingToolResults(AgentSessionsError, ValueError):
+    """A converter met tool calls that have no result (``incomplete_tool_calls="raise"``); ``tool_call_ids`` names them.
+
+    Model APIs reject a call without its result (OpenAI and Anthropic answer 400), as the AI SDK's
+    ``MissingToolResultsError`` does before sending one.
+    """
+
+    def __init__(self, tool_call_ids: list[str]) -> None:
+        self.tool_call_ids = list(tool_call_ids)
+        plural = len(self.tool_call_ids) > 1
+        super().__init__(
+            f"tool result{'s are' if plural else ' is'} missing for tool call{'s' if plural else ''} "
+            + ", ".join(self.tool_call_ids)
+        )
 
 
 class InvalidUsage(AgentSessionsError, ValueError):

@@ -32,9 +32,9 @@ UI_ONLY = [
     {"type": "step-start"},
 ]
 UNSENDABLE = [
+    call("input-available", call_id="c1"),  # no result: never sent (incomplete_tool_calls="drop")
     call("input-streaming", call_id="c2"),
     call("approval-requested", call_id="c3", approval={"id": "ap"}),
-    call("output-denied", call_id="c4", approval={"id": "ap", "approved": False}),
     call("output-available", call_id="c5", output="done", providerExecuted=True),
 ]
 TO = {"chat": convert.to_openai_chat, "responses": convert.to_openai_responses, "anthropic": convert.to_anthropic}
@@ -157,10 +157,10 @@ def test_chat_drops_reasoning_and_puts_text_before_tool_calls():
 
 def test_chat_sends_errors_as_the_tool_content_and_reads_them_back_as_output():
     out = convert.to_openai_chat([user(), assistant(call("output-error", errorText="city unknown"))])
-    assert out[-1] == {"role": "tool", "tool_call_id": "c1", "content": "city unknown"}
+    assert out[-1] == {"role": "tool", "tool_call_id": "c1", "content": '{"error":"city unknown"}'}
     back = convert.from_openai_chat_messages(out)[1]["parts"][0]
     assert back["state"] == "output-available"
-    assert back["output"] == "city unknown"
+    assert back["output"] == '{"error":"city unknown"}'
     assert "errorText" not in back
 
 
@@ -282,13 +282,13 @@ def test_responses_keeps_openai_reasoning_with_encrypted_content_and_drops_other
 
 def test_responses_merges_steps_without_tool_results():
     history = [user(), assistant(TEXT, {"type": "step-start"}, call(), {"type": "step-start"}, TEXT)]
-    assert round_trip("responses", history)[1]["parts"] == [TEXT, call(), TEXT]
+    assert round_trip("responses", history)[1]["parts"] == [TEXT, TEXT]
 
 
 def test_responses_error_results_come_back_as_output():
     out = convert.to_openai_responses([user(), assistant(call("output-error", errorText="boom"))])
-    assert out[-1] == {"type": "function_call_output", "call_id": "c1", "output": "boom"}
-    assert convert.from_openai_responses(out)[1]["parts"][0]["output"] == "boom"
+    assert out[-1] == {"type": "function_call_output", "call_id": "c1", "output": '{"error":"boom"}'}
+    assert convert.from_openai_responses(out)[1]["parts"][0]["output"] == '{"error":"boom"}'
 
 
 def test_from_openai_responses_reads_a_response_output_and_skips_other_item_types():
@@ -351,16 +351,23 @@ def test_responses_sends_hosted_files_by_url():
 # ── Anthropic ───────────────────────────────────────────────────────────────
 
 
-def test_anthropic_moves_system_messages_to_the_top_and_merges_same_role_turns():
+def test_anthropic_keeps_a_system_message_after_a_turn_in_place_and_merges_same_role_turns():
     history = [
         {"id": "s1", "role": "system", "parts": [{"type": "text", "text": "Be kind."}]},
+        {"id": "s0", "role": "system", "parts": [{"type": "text", "text": "Be fair."}]},
         user("one", id="u1"),
+        user("one more", id="u1b"),
         {"id": "s2", "role": "system", "parts": [{"type": "text", "text": "Be brief."}]},
         user("two", id="u2"),
     ]
     assert convert.to_anthropic(history) == {
-        "system": "Be kind.\n\nBe brief.",
-        "messages": [{"role": "user", "content": [{"type": "text", "text": "one"}, {"type": "text", "text": "two"}]}],
+        "system": "Be kind.\n\nBe fair.",
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "one"}, {"type": "text", "text": "one more"}]},
+            {"role": "system", "content": [{"type": "text", "text": "Be brief."}]},
+            {"role": "user", "content": [{"type": "text", "text": "two"}]},
+        ],
+        "extra_headers": {"anthropic-beta": "mid-conversation-system-2026-04-07"},
     }
 
 

@@ -380,3 +380,27 @@ def test_chunks_and_other_kinds_are_read_by_langchain_itself():
     for message in [AIMessageChunk(content="part"), ChatMessage(content="x", role="critic")]:
         stored = message_to_dict(message)
         assert rebuild(stored) == messages_from_dict([stored])[0]
+
+
+def test_a_foreign_assistant_message_becomes_one_ai_message_per_step():
+    from agent_sessions.integrations.langchain import to_langchain
+
+    weather = {"type": "tool-weather", "toolCallId": "c1", "state": "output-available", "input": {"city": "Kyoto"}}
+    row = {
+        "id": "a",
+        "role": "assistant",
+        "parts": [
+            {"type": "step-start"},
+            {"type": "text", "text": "Let me check."},
+            {**weather, "output": "18 °C"},
+            {"type": "tool-weather", "toolCallId": "c2", "state": "input-available", "input": {}},
+            {"type": "step-start"},
+            {"type": "text", "text": "It is 18 °C."},
+        ],
+    }
+    out = to_langchain(row)
+    assert [m.type for m in out] == ["ai", "tool", "ai"]
+    assert out[0].content == "Let me check."
+    assert [c["id"] for c in out[0].tool_calls] == ["c1"]  # c2 never got a result: not sent
+    assert out[1].tool_call_id == "c1"
+    assert out[2].content == "It is 18 °C."

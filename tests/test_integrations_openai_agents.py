@@ -351,3 +351,49 @@ def test_results_added_later_are_named_and_invisible_rows_are_skipped_by_pop():
     )
     assert ours.pop_item_sync() == {"type": "function_call_output", "call_id": ["odd"], "output": "?"}
     assert len(ours.get_items_sync()) == 2
+
+
+# ── session_settings, as the SDK's own sessions take them (its suite's settings tests) ──
+def test_session_settings_default_to_an_empty_session_settings():
+    from agents.memory import SessionSettings
+
+    settings = AgentsSession("agents-settings-0").session_settings
+    assert isinstance(settings, SessionSettings)
+    assert settings.limit is None
+
+
+def test_a_dict_of_session_settings_is_normalised_and_its_limit_honoured():
+    from agents.memory import SessionSettings
+
+    session = AgentsSession("agents-settings-1", session_settings={"limit": 2})
+    assert session.session_settings == SessionSettings(limit=2)
+    items = [{"role": "user", "content": f"m{i}"} for i in range(5)]
+    asyncio.run(session.add_items(items))
+    assert asyncio.run(session.get_items()) == items[-2:]  # the settings' limit
+    assert asyncio.run(session.get_items(limit=4)) == items[-4:]  # an explicit limit wins
+    assert session.get_items_sync() == items[-2:]
+
+
+def test_unknown_session_settings_fields_are_refused_as_the_sdk_refuses_them():
+    with pytest.raises(TypeError, match="nope") as ours:
+        AgentsSession("agents-settings-2", session_settings={"limit": 2, "nope": 1})
+    with pytest.raises(TypeError, match="nope") as theirs:
+        SQLiteSession("agents-settings-2", session_settings={"limit": 2, "nope": 1})
+    assert str(ours.value) == str(theirs.value)
+    assert not SessionRecord.objects.filter(id="agents-settings-2").exists()
+
+
+def test_runner_takes_a_dict_settings_session_and_a_run_override():
+    from agents.memory import SessionSettings
+
+    session = AgentsSession("agents-settings-3", session_settings={"limit": 1})
+    model = ScriptedModel(weather_script())
+    agent = Agent(name="weather", instructions="Answer about the weather.", model=model, tools=[get_weather])
+    asyncio.run(Runner.run(agent, TURNS[0], session=session, run_config=RUN_CONFIG))
+    # The second turn's first model call sees one stored item (the settings' limit) plus the new input.
+    override = RunConfig(tracing_disabled=True, session_settings=SessionSettings(limit=3))
+    before = len(model.inputs)
+    asyncio.run(Runner.run(agent, TURNS[1], session=session, run_config=override))
+    first_call = model.inputs[before]
+    assert len(first_call) == 4  # the last 3 stored items (the override) and the new user message
+    assert first_call[-1] == {"role": "user", "content": TURNS[1]} or first_call[-1].get("content") == TURNS[1]

@@ -96,7 +96,7 @@ def test_test_model_run_and_rendering():
     result = agent.run_sync("Weather?")
     history.add_messages(result.new_messages())
     rows = Session.create().for_session("pai-2").get_history()
-    assert [r["role"] for r in rows] == ["user", "assistant", "tool", "assistant"]
+    assert [r["role"] for r in rows] == ["user", "assistant", "assistant", "assistant"]  # AI SDK roles only
     assert rows[0]["parts"][0] == {
         "type": "text",
         "text": "You are a weather bot.",
@@ -108,6 +108,7 @@ def test_test_model_run_and_rendering():
     assert call["state"] == "input-available"
     assert rows[2]["parts"][0]["state"] == "output-available"
     assert rows[2]["parts"][0]["toolCallId"] == call["toolCallId"]
+    assert rows[2]["parts"][0]["input"] == call["input"]  # the result row holds the call it answers
     assert all(r["parts"][-1]["type"] == f"data-{MESSAGE_KIND}" for r in rows)
     assert history.get_messages() == result.all_messages()
 
@@ -142,7 +143,7 @@ def test_round_trip_of_every_part_kind_is_exact():
     messages = every_part()
     ui = from_model_messages(messages)
     assert to_model_messages(ui) == messages
-    assert [m["role"] for m in ui] == ["user", "assistant", "tool", "assistant", "tool", "user", "assistant"]
+    assert [m["role"] for m in ui] == ["user", "assistant", "assistant", "assistant", "assistant", "user", "assistant"]
     assert ui[0]["parts"][2] == {"type": "file", "mediaType": "image/png", "url": "https://example.com/a.png"}
     assert ui[1]["parts"][0] == {
         "type": "reasoning",
@@ -166,7 +167,7 @@ def test_legacy_retry_prompt_parts_round_trip():
     upgraded = ModelMessagesTypeAdapter.validate_json(ModelMessagesTypeAdapter.dump_json(messages))
     assert to_model_messages(ui) == upgraded
     assert isinstance(upgraded[0].parts[0], ToolReturnPart)
-    assert [m["role"] for m in ui] == ["tool", "user"]
+    assert [m["role"] for m in ui] == ["assistant", "user"]
     assert ui[0]["parts"][0]["state"] == "output-error"
     assert ui[1]["parts"][0]["type"] == "text"
 
@@ -285,3 +286,42 @@ def test_compact_keeps_tool_calls_and_returns_together():
     model, seen = weather_model()
     weather_agent(model).run_sync("Weather in Kyoto?", message_history=messages)
     assert seen[0][: len(messages)] == messages
+
+
+def test_foreign_steps_become_responses_in_order_and_waiting_calls_are_left_out():
+    weather = {"type": "tool-weather", "toolCallId": "c1", "state": "output-available", "input": {"city": "Kyoto"}}
+    ui = [
+        {"id": "u", "role": "user", "parts": [{"type": "text", "text": "Weather?"}]},
+        {
+            "id": "a",
+            "role": "assistant",
+            "parts": [
+                {"type": "step-start"},
+                {"type": "text", "text": "Let me check."},
+                {**weather, "output": "18 °C"},
+                {"type": "tool-weather", "toolCallId": "c2", "state": "input-available", "input": {}},
+                {"type": "step-start"},
+                {"type": "text", "text": "It is 18 °C."},
+            ],
+        },
+    ]
+    messages = to_model_messages(ui)
+    assert [type(m).__name__ for m in messages] == ["ModelRequest", "ModelResponse", "ModelRequest", "ModelResponse"]
+    assert [type(p).__name__ for p in messages[1].parts] == ["TextPart", "ToolCallPart"]
+    assert messages[1].parts[1].tool_call_id == "c1"  # c2 never got a result: not sent
+    assert messages[2].parts[0].content == "18 °C"
+    assert messages[3].parts == [TextPart(content="It is 18 °C.")]
+
+
+def test_rendered_roles_are_ai_sdk_roles_and_convert_without_waiting_calls():
+    from agent_sessions.convert import to_openai_chat
+
+    ui = from_model_messages(every_part())
+    assert {m["role"] for m in ui} <= {"system", "user", "assistant"}
+    chat = to_openai_chat(ui)
+    called = [c["id"] for m in chat if m["role"] == "assistant" for c in m.get("tool_calls", [])]
+    answered = [m["tool_call_id"] for m in chat if m["role"] == "tool"]
+    assert called == answered == ["c1", "c2"]
+    for index, message in enumerate(chat):  # each result right after the call it answers
+        if message["role"] == "tool":
+            assert message["tool_call_id"] in {c["id"] for c in chat[index - 1].get("tool_calls", [])}

@@ -17,11 +17,44 @@ from json.encoder import encode_basestring
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
-from ..exceptions import InvalidMessage
+from ..exceptions import InvalidMessage, MissingToolResults
 from ..types import RESULT_STATES, compact_json, is_tool_part  # noqa: F401  (re-exported: converters use P.is_tool_part)
 
-#: Tool-part states a model API can carry: a call, a call with its result, a call with its error.
-SENT_TOOL_STATES = frozenset({"input-available", "output-available", "output-error"})
+#: Tool-part states a model API is sent: a call with its result, its error, or its denial (an error
+#: result, as the AI SDK sends it). A call still waiting (``input-available``) is never sent: the APIs
+#: reject a call without its result (see :func:`check_incomplete`).
+SENT_TOOL_STATES = frozenset({"output-available", "output-error", "output-denied"})
+
+#: What a ``to_*`` converter does with a tool call that has no result (state ``input-available``).
+INCOMPLETE_POLICIES = ("drop", "raise")
+
+#: The result text of a denied call when its approval gives no reason (the AI SDK's words).
+DENIED_TEXT = "Tool call execution denied."
+
+
+def check_incomplete(messages: Any, policy: str) -> Any:
+    """``messages`` once ``policy`` allows them: with ``"raise"``, :class:`MissingToolResults` names every
+    call still waiting for its result (the converters themselves always drop such calls)."""
+    if policy == "drop":
+        return messages
+    if policy != "raise":
+        raise ValueError(f"incomplete_tool_calls must be one of {INCOMPLETE_POLICIES}, not {policy!r}")
+    if not isinstance(messages, list):
+        messages = as_list(messages)
+    missing = []
+    for message in messages:
+        message = as_dict(message)
+        parts = message.get("parts") if isinstance(message, dict) else None
+        if not isinstance(parts, list) or message.get("role") != "assistant":
+            continue
+        for part in parts:
+            if type(part) is dict and part.get("state") == "input-available" and not part.get("providerExecuted"):
+                kind, call_id = part.get("type"), part.get("toolCallId")
+                if type(call_id) is str and type(kind) is str and kind.startswith(("tool-", "dynamic-tool")):
+                    missing.append(call_id)
+    if missing:
+        raise MissingToolResults(missing)
+    return messages
 
 
 def as_dict(value: Any) -> Any:
@@ -193,9 +226,31 @@ def fast_input_json(part: dict) -> str:
     return input_json(part)
 
 
+def output_text(part: dict, state: str) -> str:
+    """A result for APIs without an error flag (OpenAI): the output's text, or an error (a failure or a
+    denial) as ``{"error": text}`` JSON, so the model can tell the two apart, as the AI SDK sends it."""
+    text = result_text(part)
+    return text if state == "output-available" else dumps({"error": text})
+
+
+def fast_output_text(part: dict, state: str) -> str:
+    """:func:`output_text` through :func:`fast_result_text` (the same text)."""
+    text = fast_result_text(part, state)
+    return text if state == "output-available" else dumps({"error": text})
+
+
+def denied_text(part: dict) -> str:
+    """What a denied call's result says: its approval's reason, else :data:`DENIED_TEXT`."""
+    approval = part.get("approval")
+    reason = approval.get("reason") if type(approval) is dict else None
+    return reason if type(reason) is str else DENIED_TEXT
+
+
 def fast_result_text(part: dict, state: str) -> str:
     """:func:`result_text` of a part in ``state``, the same text: a string error or output as is, orjson's
     answer inline when :func:`dumps` would take it, :func:`result_text` itself otherwise."""
+    if state == "output-denied":
+        return denied_text(part)
     if state == "output-error":
         error = part.get("errorText")
         return error if type(error) is str else result_text(part)
@@ -235,8 +290,11 @@ def parse_arguments(arguments: Any) -> Any:
 
 
 def result_text(part: dict) -> str:
-    """The text a model reads back: ``errorText`` on error, else the output (JSON unless a string)."""
-    if part.get("state") == "output-error":
+    """What a model reads back: ``errorText`` on error, a denial's reason, else the output (JSON unless a string)."""
+    state = part.get("state")
+    if state == "output-denied":
+        return denied_text(part)
+    if state == "output-error":
         error = part.get("errorText")
         return error if isinstance(error, str) else ("" if error is None else str(error))
     output = part.get("output")

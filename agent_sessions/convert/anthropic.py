@@ -42,12 +42,20 @@ from . import _walk as W
 _IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 
 
-def to_anthropic(messages: Any, *, system: str | None = None) -> dict:
+#: The beta that lets a ``system`` message stand between turns (the AI SDK sends the same one).
+MID_CONVERSATION_SYSTEM_BETA = "mid-conversation-system-2026-04-07"
+
+
+def to_anthropic(messages: Any, *, system: str | None = None, incomplete_tool_calls: str = "drop") -> dict:
     """``{"system"?: str, "messages": [...]}`` for UIMessages (same-role turns merged).
 
-    ``system`` (e.g. the session's frozen prompt) comes first in ``system``, before the
-    texts of ``system`` UIMessages.
+    ``system`` (e.g. the session's frozen prompt) comes first in ``system``, before the texts of
+    the ``system`` UIMessages that open the conversation; a system message after a turn stays where
+    it is, as a ``{"role": "system"}`` message (the request then carries the beta header it needs in
+    ``extra_headers``). Tool calls without a result are left out (``incomplete_tool_calls="drop"``)
+    or raise :class:`~agent_sessions.MissingToolResults` (``"raise"``).
     """
+    messages = P.check_incomplete(messages, incomplete_tool_calls)
     request = W.each_role_fast(messages, _FAST, _HANDLERS, _Request([system] if system else []), len, W.list_undo)
     return request.result()
 
@@ -70,11 +78,48 @@ class _Request(list):
         self.system = system
 
     def result(self) -> dict:
-        """The request: ``system`` (the texts joined by a blank line) when there is any, and the turns."""
+        """The request: ``system`` (the texts joined by a blank line) when there is any, and the turns.
+
+        As the AI SDK sends them: in each assistant turn ``tool_use`` blocks close their segment
+        (the blocks between thinking blocks), and the last text of a final assistant turn is
+        stripped (the API refuses trailing whitespace in a prefill).
+        """
         turns = list(self)
-        if self.system:
-            return {"system": "\n\n".join(self.system), "messages": turns}
-        return {"messages": turns}
+        inline_system = False
+        for turn in turns:
+            role = turn["role"]
+            if role == "assistant":
+                turn["content"] = _tool_use_last(turn["content"])
+            elif role == "system":
+                inline_system = True
+        if turns and turns[-1]["role"] == "assistant":
+            last = turns[-1]["content"][-1]
+            if last["type"] == "text":
+                turns[-1]["content"][-1] = {**last, "text": last["text"].strip()}
+        request: dict = {"system": "\n\n".join(self.system), "messages": turns} if self.system else {"messages": turns}
+        if inline_system:
+            request["extra_headers"] = {"anthropic-beta": MID_CONVERSATION_SYSTEM_BETA}
+        return request
+
+
+def _tool_use_last(blocks: list[dict]) -> list[dict]:
+    """``blocks`` with the ``tool_use`` blocks of each segment between thinking blocks moved to its end."""
+    if not any(block["type"] == "tool_use" for block in blocks[:-1]):
+        return blocks
+    out: list[dict] = []
+    calls: list[dict] = []
+    for block in blocks:
+        kind = block["type"]
+        if kind == "tool_use":
+            calls.append(block)
+        elif kind in ("thinking", "redacted_thinking"):
+            out.extend(calls)
+            calls = []
+            out.append(block)
+        else:
+            out.append(block)
+    out.extend(calls)
+    return out
 
 
 def _user(parts: list, request: _Request) -> None:
@@ -87,7 +132,14 @@ def _user(parts: list, request: _Request) -> None:
 
 
 def _system(parts: list, request: _Request) -> None:
-    request.system.extend(block["text"] for block in W.content_blocks(parts, "text", None, empty_text=False))
+    """Before any turn: into the top-level ``system``; after one: a ``system`` message in its place."""
+    texts = [block["text"] for block in W.content_blocks(parts, "text", None, empty_text=False)]
+    if not texts:
+        return
+    if not request:
+        request.system.append("".join(texts))
+    else:
+        _push(request, "system", [{"type": "text", "text": "".join(texts)}])
 
 
 def _push(turns: list[dict], role: str, blocks: list[dict]) -> None:
@@ -159,11 +211,10 @@ def _assistant(parts: list, request: _Request) -> None:
                     "input": tool_input if type(tool_input) is dict else {},
                 }
             )
-            if state != "input-available":
-                result: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id, "content": P.result_text(part)}
-                if state == "output-error":
-                    result["is_error"] = True
-                results.append(result)
+            result: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id, "content": P.result_text(part)}
+            if state != "output-available":
+                result["is_error"] = True
+            results.append(result)
     if blocks or results:
         _push_step(turns, blocks, results)
 
@@ -263,18 +314,17 @@ def _fast_assistant(parts: list, request: _Request) -> None:
                     "input": tool_input if type(tool_input) is dict else {},
                 }
             )
-            if state != "input-available":
-                result: dict[str, Any] = {
-                    "type": "tool_result",
-                    "tool_use_id": call_id,
-                    "content": P.fast_result_text(part, state),
-                }
-                if state == "output-error":
-                    result["is_error"] = True
-                if results is None:
-                    results = [result]
-                else:
-                    results.append(result)
+            result: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": call_id,
+                "content": P.fast_result_text(part, state),
+            }
+            if state != "output-available":
+                result["is_error"] = True
+            if results is None:
+                results = [result]
+            else:
+                results.append(result)
     if blocks or results is not None:
         _fast_push_step(turns, blocks, results)
 

@@ -48,12 +48,14 @@ _AUDIO_FORMATS = {
 _AUDIO_TYPES = {"wav": "audio/wav", "mp3": "audio/mpeg"}
 
 
-def to_openai_chat(messages: Any, *, system: str | None = None) -> list[dict]:
+def to_openai_chat(messages: Any, *, system: str | None = None, incomplete_tool_calls: str = "drop") -> list[dict]:
     """Chat Completions ``messages`` for UIMessages (``system`` first when given).
 
-    Well-formed messages take the fast handlers; any other goes through the checked ones, which
-    define the output (:func:`_walk.each_role_fast`).
+    Tool calls without a result are left out (``incomplete_tool_calls="drop"``) or raise
+    :class:`~agent_sessions.MissingToolResults` (``"raise"``). Well-formed messages take the fast
+    handlers; any other goes through the checked ones, which define the output (:func:`_walk.each_role_fast`).
     """
+    messages = P.check_incomplete(messages, incomplete_tool_calls)
     out = [{"role": "system", "content": system}] if system else []
     return W.each_role_fast(messages, _FAST, _HANDLERS, out, len, W.list_undo)
 
@@ -85,8 +87,7 @@ def _assistant(parts: list, out: list[dict]) -> None:
             calls.append(
                 {"id": call_id, "type": "function", "function": {"name": name, "arguments": P.input_json(part)}}
             )
-            if state != "input-available":
-                results.append({"role": "tool", "tool_call_id": call_id, "content": P.result_text(part)})
+            results.append({"role": "tool", "tool_call_id": call_id, "content": P.output_text(part, state)})
     if texts or calls:
         _flush_step(out, texts, calls, results)
 
@@ -167,12 +168,11 @@ def _fast_assistant(parts: list, out: list[dict]) -> None:
                 calls = [call]
             else:
                 calls.append(call)
-            if state != "input-available":
-                message = {"role": "tool", "tool_call_id": call_id, "content": P.fast_result_text(part, state)}
-                if results is None:
-                    results = [message]
-                else:
-                    results.append(message)
+            message = {"role": "tool", "tool_call_id": call_id, "content": P.fast_output_text(part, state)}
+            if results is None:
+                results = [message]
+            else:
+                results.append(message)
     if text is not None or calls is not None:
         _fast_flush(out, text, calls, results)
 

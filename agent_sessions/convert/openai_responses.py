@@ -38,12 +38,14 @@ from . import _parts as P
 from . import _walk as W
 
 
-def to_openai_responses(messages: Any, *, system: str | None = None) -> list[dict]:
+def to_openai_responses(messages: Any, *, system: str | None = None, incomplete_tool_calls: str = "drop") -> list[dict]:
     """Responses API ``input`` items for UIMessages (a ``system`` message first when given).
 
-    Well-formed messages take the fast handlers; any other goes through the checked ones, which
-    define the output (:func:`_walk.each_role_fast`).
+    Tool calls without a result are left out (``incomplete_tool_calls="drop"``) or raise
+    :class:`~agent_sessions.MissingToolResults` (``"raise"``). Well-formed messages take the fast
+    handlers; any other goes through the checked ones, which define the output (:func:`_walk.each_role_fast`).
     """
+    messages = P.check_incomplete(messages, incomplete_tool_calls)
     items = [{"role": "system", "content": system}] if system else []
     return W.each_role_fast(messages, _FAST, _HANDLERS, items, len, W.list_undo)
 
@@ -88,8 +90,7 @@ def _assistant(parts: list, items: list[dict]) -> None:
                 continue
             call_id, name, state = found
             items.append({"type": "function_call", "call_id": call_id, "name": name, "arguments": P.input_json(part)})
-            if state != "input-available":
-                results.append({"type": "function_call_output", "call_id": call_id, "output": P.result_text(part)})
+            results.append({"type": "function_call_output", "call_id": call_id, "output": P.output_text(part, state)})
     items.extend(results)
 
 
@@ -152,12 +153,11 @@ def _fast_assistant(parts: list, items: list[dict]) -> None:
             items.append(
                 {"type": "function_call", "call_id": call_id, "name": name, "arguments": P.fast_input_json(part)}
             )
-            if state != "input-available":
-                result = {"type": "function_call_output", "call_id": call_id, "output": P.fast_result_text(part, state)}
-                if results is None:
-                    results = [result]
-                else:
-                    results.append(result)
+            result = {"type": "function_call_output", "call_id": call_id, "output": P.fast_output_text(part, state)}
+            if results is None:
+                results = [result]
+            else:
+                results.append(result)
     if results is not None:
         items.extend(results)
 

@@ -139,22 +139,38 @@ def from_langchain(message: BaseMessage, call_names: dict[str, str] | None = Non
 def to_langchain(message: dict) -> list[BaseMessage]:
     """The LangChain messages of a stored row: the stored one, or a rendering of a foreign row.
 
-    A foreign row becomes Human/AI/System messages from its text (the UIMessage id
-    as ``id``), its tool parts ``tool_calls`` on the AIMessage plus one ToolMessage
-    per result (errors with ``status="error"``). Its reasoning and files are not rendered.
+    A foreign row becomes Human/AI/System messages from its text (the UIMessage id as ``id``);
+    an assistant row becomes one AIMessage per step (``tool_calls`` for its answered calls) and
+    one ToolMessage per result right after it (errors with ``status="error"``); calls without a
+    result are left out. Its reasoning and files are not rendered.
     """
     found, stored = find_data(message, MESSAGE_KIND)
     if found:
         return [rebuild(stored)]
     role, mid = message.get("role"), message.get("id")
     text = "\n".join(texts(message))
-    tool_parts = [p for p in message.get("parts") or [] if is_tool_part(p)]
-    out: list[BaseMessage] = []
+    parts = [p for p in message.get("parts") or [] if isinstance(p, dict)]
     if role == "user":
-        out.append(HumanMessage(content=text, id=mid))
-    elif role == "system":
-        out.append(SystemMessage(content=text, id=mid))
-    elif role != "tool":
+        return [HumanMessage(content=text, id=mid)]
+    if role == "system":
+        return [SystemMessage(content=text, id=mid)]
+    if role == "tool":
+        return _tool_messages([p for p in parts if is_tool_part(p)])
+    # One AIMessage per step (split at step-start), its ToolMessages right after it, so text
+    # written after a result comes after it; calls still waiting for a result are left out.
+    out: list[BaseMessage] = []
+    steps: list[list[dict]] = [[]]
+    for part in parts:
+        if part.get("type") == "step-start":
+            steps.append([])
+        else:
+            steps[-1].append(part)
+    steps = [step for step in steps if step] or [[]]
+    for index, step in enumerate(steps):
+        answered = [p for p in step if is_tool_part(p) and _answered(p) and ("input" in p or "args" in p)]
+        step_text = "\n".join(p["text"] for p in step if p.get("type") == "text" and isinstance(p.get("text"), str))
+        if not step_text and not answered and len(steps) > 1:
+            continue
         calls = [
             {
                 "name": tool_name(p, "tool"),
@@ -162,10 +178,20 @@ def to_langchain(message: dict) -> list[BaseMessage]:
                 "id": p["toolCallId"],
                 "type": "tool_call",
             }
-            for p in tool_parts
-            if "input" in p or "args" in p
+            for p in answered
         ]
-        out.append(AIMessage(content=text, tool_calls=calls, id=mid))
+        out.append(AIMessage(content=step_text, tool_calls=calls, id=mid if index == 0 else f"{mid}-{index}"))
+        out.extend(_tool_messages(answered))
+    return out
+
+
+def _answered(part: dict) -> bool:
+    return "errorText" in part or "output" in part or "result" in part
+
+
+def _tool_messages(tool_parts: list[dict]) -> list[BaseMessage]:
+    """One ToolMessage per result among ``tool_parts`` (errors with ``status="error"``)."""
+    out: list[BaseMessage] = []
     for part in tool_parts:
         if "errorText" in part:
             out.append(

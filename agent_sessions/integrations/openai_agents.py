@@ -34,6 +34,12 @@ from ._store import StoredHistory
 
 require("agents", "openai-agents")
 
+from agents.memory.session_settings import (  # noqa: E402
+    SessionSettings,
+    coerce_session_settings,
+    resolve_session_limit,
+)
+
 ITEM_KIND = "openai-agents-item"
 """Data part ``data-openai-agents-item`` holding the SDK's raw item."""
 
@@ -57,17 +63,20 @@ class AgentsSession(StoredHistory):
         *,
         using: str | None = None,
         manager: Any = None,
-        session_settings: Any = None,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
         owner: Any = None,
     ) -> None:
         super().__init__(session_id, using=using, manager=manager, owner=owner)
-        self.session_settings = session_settings
+        # As the SDK's own sessions do: a dict (``{"limit": 2}``) becomes ``SessionSettings``, None the
+        # default one, so ``Runner`` can ``resolve()`` it and ``get_items`` honours its limit.
+        self.session_settings: SessionSettings = (
+            coerce_session_settings(session_settings) if session_settings is not None else SessionSettings()
+        )
 
     # ── sync core (also handy outside an event loop) ────────────────
     def get_items_sync(self, limit: int | None = None) -> list[dict]:
-        """All items of the latest branch in order, or the last ``limit`` of them."""
-        if limit is None and self.session_settings is not None:
-            limit = getattr(self.session_settings, "limit", None)
+        """All items of the latest branch in order, or the last ``limit`` (default: ``session_settings.limit``)."""
+        limit = resolve_session_limit(limit, self.session_settings)
         if limit is not None and limit > 0:
             # Read one row more than asked: if that still yields more than ``limit`` items, the
             # window's first row (where an overlay may have been cut) is not among those returned.

@@ -57,10 +57,23 @@ _META = "pydanticAi"  # providerMetadata key marking text parts that are not the
 
 
 def from_model_messages(model_messages: Sequence[ModelMessage]) -> list[dict]:
-    """UIMessages for Pydantic AI messages, one each, in order (each keeps its exact dump)."""
+    """UIMessages for Pydantic AI messages, one each, in order (each keeps its exact dump).
+
+    Roles are the AI SDK's (system, user, assistant): a request carrying tool results is an
+    assistant message whose tool parts hold each call with its result (the call's input taken from
+    the batch's response when it is there), as the AI SDK keeps a result in its call's part. The
+    response's own part stays the call waiting for it, which the converters do not send.
+    """
     model_messages = list(model_messages)
     dumped = json.loads(ModelMessagesTypeAdapter.dump_json(model_messages))
-    return [_render(message, raw) for message, raw in zip(model_messages, dumped, strict=True)]
+    inputs = {
+        part.tool_call_id: part.args_as_dict()
+        for message in model_messages
+        if isinstance(message, ModelResponse)
+        for part in message.parts
+        if isinstance(part, ToolCallPart)
+    }
+    return [_render(message, raw, inputs) for message, raw in zip(model_messages, dumped, strict=True)]
 
 
 def to_model_messages(messages: Sequence[dict]) -> list[ModelMessage]:
@@ -109,7 +122,8 @@ class ModelMessageHistory(StoredHistory):
 
 
 # ── rendering ───────────────────────────────────────────────────────
-def _render(message: ModelMessage, raw: dict) -> dict:
+def _render(message: ModelMessage, raw: dict, inputs: dict[str, Any]) -> dict:
+    """One message's UIMessage; ``inputs`` maps the batch's call ids to their arguments."""
     parts: list[dict] = []
     if isinstance(message, ModelResponse):
         role = "assistant"
@@ -126,17 +140,20 @@ def _render(message: ModelMessage, raw: dict) -> dict:
         role = (
             "user"
             if kinds & {"user-prompt", "retry-feedback"}
-            else "tool"
-            if kinds & {"tool-return", "retry-prompt"}
             else "system"
+            if kinds <= {"system-prompt"}
+            else "assistant"
         )
-        if role == "tool" and any(
+        if role == "assistant" and any(
             isinstance(p, RetryFeedbackPart) or (isinstance(p, RetryPromptPart) and p.tool_name is None)
             for p in message.parts
         ):
             role = "user"  # a plain retry prompt is addressed to the model as the user
         for request_part, part_raw in zip(message.parts, raw.get("parts", []), strict=False):
-            parts.extend(_request_part(request_part, part_raw))
+            for rendered in _request_part(request_part, part_raw):
+                if is_tool_part(rendered) and rendered["toolCallId"] in inputs:
+                    rendered = {**rendered, "input": inputs[rendered["toolCallId"]]}
+                parts.append(rendered)
     parts.append(data_part(MESSAGE_KIND, raw))
     return {"id": new_id("pai"), "role": role, "parts": parts}
 
@@ -179,25 +196,48 @@ def _foreign(message: dict) -> list[ModelMessage]:
     role = message.get("role")
     parts = [p for p in message.get("parts") or [] if isinstance(p, dict)]
     text = "\n".join(p["text"] for p in parts if p.get("type") == "text" and isinstance(p.get("text"), str))
-    tools = [p for p in parts if is_tool_part(p)]
     out: list[ModelMessage] = []
     if role == "user" and text:
         out.append(ModelRequest(parts=[UserPromptPart(content=text)]))
     elif role == "system" and text:
         out.append(ModelRequest(parts=[SystemPromptPart(content=text)]))
     elif role not in ("user", "system", "tool"):
-        response: list[Any] = [
-            ThinkingPart(content=p["text"]) for p in parts if p.get("type") == "reasoning" and p.get("text")
-        ]
-        if text:
-            response.append(TextPart(content=text))
-        for p in tools:
-            if "input" in p or "args" in p:
-                args = p.get("input", p.get("args"))
-                args = args if isinstance(args, dict | str) or args is None else {"input": args}
-                response.append(ToolCallPart(tool_name=tool_name(p, "tool"), args=args, tool_call_id=p["toolCallId"]))
-        if response:
-            out.append(ModelResponse(parts=response))
+        # One response per step (split at step-start), its results in a request right after it, so
+        # text written after a result comes after it.
+        step: list[dict] = []
+        for part in [*parts, {"type": "step-start"}]:
+            if part.get("type") != "step-start":
+                step.append(part)
+            elif step:
+                out.extend(_foreign_step(step))
+                step = []
+        return out
+    return out + _results([p for p in parts if is_tool_part(p)])
+
+
+def _foreign_step(parts: list[dict]) -> list[ModelMessage]:
+    """A step of a foreign assistant message: a response (thinking, text, calls in part order), then its results.
+
+    A call still waiting for its result is left out, as the converters leave it out.
+    """
+    response: list[Any] = []
+    tools: list[dict] = []
+    for p in parts:
+        kind = p.get("type")
+        if kind == "reasoning" and p.get("text"):
+            response.append(ThinkingPart(content=p["text"]))
+        elif kind == "text" and isinstance(p.get("text"), str) and p["text"]:
+            response.append(TextPart(content=p["text"]))
+        elif is_tool_part(p) and ("input" in p or "args" in p) and ("output" in p or "errorText" in p or "result" in p):
+            args = p.get("input", p.get("args"))
+            args = args if isinstance(args, dict | str) or args is None else {"input": args}
+            response.append(ToolCallPart(tool_name=tool_name(p, "tool"), args=args, tool_call_id=p["toolCallId"]))
+            tools.append(p)
+    return ([ModelResponse(parts=response)] if response else []) + _results(tools)
+
+
+def _results(tools: list[dict]) -> list[ModelMessage]:
+    """A request with the results of ``tools`` (errors as failed returns), or nothing."""
     results: list[Any] = []
     for p in tools:
         if "errorText" in p:
@@ -210,6 +250,4 @@ def _foreign(message: dict) -> list[ModelMessage]:
         elif "output" in p or "result" in p:
             output = p.get("output", p.get("result"))
             results.append(ToolReturnPart(tool_name=tool_name(p, "tool"), content=output, tool_call_id=p["toolCallId"]))
-    if results:
-        out.append(ModelRequest(parts=results))
-    return out
+    return [ModelRequest(parts=results)] if results else []

@@ -74,7 +74,8 @@ def user_message(draw, target: str) -> dict:
 
 
 @st.composite
-def tool(draw, target: str, ids, *, result: bool | None = None) -> dict:
+def tool(draw, target: str, ids, *, result: bool = True) -> dict:
+    """A tool call with its result or error: a call without one is never sent (``incomplete_tool_calls``)."""
     name = draw(st.sampled_from(TOOL_NAMES))
     part = {
         "type": f"tool-{name}",
@@ -83,8 +84,6 @@ def tool(draw, target: str, ids, *, result: bool | None = None) -> dict:
         "input": draw(tool_inputs),
     }
     states = ["output-available", "output-error"] if target == "anthropic" else ["output-available"]
-    if result is None:
-        result = draw(st.booleans())
     if result:
         state = draw(st.sampled_from(states))
         if state == "output-error":
@@ -132,7 +131,22 @@ def step(draw, target: str, ids, *, last: bool) -> list[dict]:
             parts.extend(draw(reasoning(target, ids)))
     if not last and not any("output" in p or "errorText" in p for p in parts):
         parts.append(draw(tool(target, ids, result=True)))
-    return parts
+    return _tool_use_last(parts) if target == "anthropic" else parts
+
+
+def _tool_use_last(parts: list[dict]) -> list[dict]:
+    """Anthropic's canonical order: in each run of parts between reasoning parts, tool calls come last."""
+    out: list[dict] = []
+    calls: list[dict] = []
+    for part in parts:
+        if part["type"].startswith("tool-"):
+            calls.append(part)
+        else:
+            if part["type"] == "reasoning":
+                out.extend(calls)
+                calls = []
+            out.append(part)
+    return out + calls
 
 
 @st.composite
@@ -160,4 +174,7 @@ def conversation(draw, target: str) -> list[dict]:
             messages.append(draw(assistant_message(target, ids)))
     if draw(st.booleans()) and messages[-1]["role"] == "user":
         messages.append(draw(assistant_message(target, ids)))
+    last = messages[-1]["parts"][-1]
+    if target == "anthropic" and last["type"] == "text":  # a final assistant text goes out stripped
+        last["text"] = last["text"].strip() or "."
     return [{"id": f"m{i}", **m} for i, m in enumerate(messages)]
