@@ -243,3 +243,12 @@ def test_wsgi_path_runs_an_async_respond(token):
     assert response.status_code == 200
     assert got[-1] == "[DONE]"
     assert session("c13").get_message(got[0]["messageId"])["parts"][1]["text"] == "Reply 1 to: hello"
+
+
+def test_a_turn_that_cannot_be_placed_ends_in_an_error_chunk_and_writes_nothing(token):
+    lone_reply = {"id": "a1", "role": "assistant", "parts": [{"type": "text", "text": "orphan"}]}
+    got = chat(token, "c14", [lone_reply], trigger="regenerate-message")
+    assert got[0]["type"] == "start"
+    assert got[-1] == {"type": "error", "errorText": "Nothing to regenerate: no message before the reply."}
+    assert not SessionRecord.objects.filter(id="c14").exists()
+    assert not Message.objects.exists()

@@ -46,17 +46,33 @@ class ReplyBuilder:
     """Applies chunks to one assistant message; ``base`` continues a stored one (client-side tool follow-up)."""
 
     def __init__(self, message_id: str, base: dict | None = None) -> None:
-        self.message: dict = copy.deepcopy(base) if base else {"id": message_id, "role": "assistant", "parts": []}
-        self.message["id"] = message_id
-        self.message.setdefault("parts", [])
+        self._message: dict = copy.deepcopy(base) if base else {"id": message_id, "role": "assistant", "parts": []}
+        self._message["id"] = message_id
+        self._message.setdefault("parts", [])
         self._text: dict[str, dict] = {}
         self._reasoning: dict[str, dict] = {}
+        # Deltas of the open text / reasoning parts, joined when the message is read (no quadratic +=).
+        self._pieces: dict[int, tuple[dict, list[str]]] = {}
         self._partial_inputs: dict[str, str] = {}
         self.finish_reason: str | None = None
 
     @property
+    def message(self) -> dict:
+        """The message so far (open text parts hold every delta received)."""
+        for part, pieces in self._pieces.values():
+            if len(pieces) > 1:
+                pieces[:] = ["".join(pieces)]
+            part["text"] = pieces[0] if pieces else part["text"]
+        return self._message
+
+    @property
     def parts(self) -> list[dict]:
-        return self.message["parts"]
+        return self._message["parts"]
+
+    def _close_part(self, part: dict) -> None:
+        entry = self._pieces.pop(id(part), None)
+        if entry is not None:
+            part["text"] = "".join(entry[1])
 
     def _step_parts(self) -> list[dict]:
         """Parts after the last ``step-start`` (the current step)."""
@@ -103,16 +119,18 @@ class ReplyBuilder:
             part: dict = {"type": "text" if kind == "text-start" else "reasoning", "text": "", "state": "streaming"}
             _set(part, "providerMetadata", chunk.get("providerMetadata"))
             (self._text if kind == "text-start" else self._reasoning)[chunk["id"]] = part
+            self._pieces[id(part)] = (part, [])
             self.parts.append(part)
         elif kind in ("text-delta", "reasoning-delta"):
             active = (self._text if kind == "text-delta" else self._reasoning).get(chunk["id"])
             if active is not None:
-                active["text"] += chunk.get("delta", "")
+                self._pieces[id(active)][1].append(chunk.get("delta", ""))
                 if chunk.get("providerMetadata") is not None:
                     active["providerMetadata"] = chunk["providerMetadata"]
         elif kind in ("text-end", "reasoning-end"):
             active = (self._text if kind == "text-end" else self._reasoning).pop(chunk["id"], None)
             if active is not None:
+                self._close_part(active)
                 active["state"] = "done"
                 if chunk.get("providerMetadata") is not None:
                     active["providerMetadata"] = chunk["providerMetadata"]
@@ -169,13 +187,15 @@ class ReplyBuilder:
         elif kind == "start-step":
             self.parts.append({"type": "step-start"})
         elif kind == "finish-step":
+            for part in [*self._text.values(), *self._reasoning.values()]:
+                self._close_part(part)
             self._text.clear()
             self._reasoning.clear()
         elif kind in ("start", "finish", "message-metadata"):
             if kind == "finish" and chunk.get("finishReason") is not None:
                 self.finish_reason = chunk["finishReason"]
             if chunk.get("messageMetadata") is not None:
-                self.message["metadata"] = merge_metadata(self.message.get("metadata"), chunk["messageMetadata"])
+                self._message["metadata"] = merge_metadata(self._message.get("metadata"), chunk["messageMetadata"])
         elif isinstance(kind, str) and kind.startswith("data-") and not chunk.get("transient"):
             data_part = {k: v for k, v in chunk.items() if k != "transient"}
             same = next(
@@ -191,9 +211,15 @@ class ReplyBuilder:
             else:
                 self.parts.append(data_part)
 
+    def add_delta(self, text_id: str, delta: str) -> None:
+        """``apply({"type": "text-delta", "id": text_id, "delta": delta})``, the short way."""
+        part = self._text.get(text_id)
+        if part is not None:
+            self._pieces[id(part)][1].append(delta)
+
     def mark_partial(self, reason: str, error: str | None = None) -> None:
         """Record in ``metadata.partial`` that the reply stopped early (``reason``: error, disconnect)."""
         marker: dict[str, Any] = {"reason": reason}
         if error is not None:
             marker["error"] = error
-        self.message["metadata"] = merge_metadata(self.message.get("metadata"), {"partial": marker})
+        self._message["metadata"] = merge_metadata(self._message.get("metadata"), {"partial": marker})

@@ -5,7 +5,8 @@ messages not stored yet are appended, each under the message before it in the po
 posted message (the client sends only the last one) goes under the session's latest leaf.  Ids
 already stored are never written again, except that a client-side tool's output is copied into
 the stored assistant message's tool part.  :func:`place` answers which message the reply answers
-and where it goes.
+and where it goes: :func:`check` (reads, before the first byte: 4xx answers still possible) and
+:func:`place` (the writes, in one transaction, once the answer has started).
 """
 
 from __future__ import annotations
@@ -55,24 +56,57 @@ def _title(chat: ChatRequest) -> str:
     return "Chat"
 
 
-def _open(request: HttpRequest, chat: ChatRequest, manager: SessionManager) -> None:
-    """Create the session for the caller, or check the caller may write to it (404 / 409 otherwise)."""
-    using = manager.using
-    user = request.auth
-    row = rows.fetch(using, chat.chat_id)
-    if row is None:
-        try:
-            with transaction.atomic(using=using):
-                rows.insert(using, rows.check_text(_title(chat), "name"), session_id=chat.chat_id, owner=user)
-            return
-        except IntegrityError:  # another request created it first
-            row = rows.fetch(using, chat.chat_id)
-            if row is None:
-                raise
+@dataclass(frozen=True)
+class Target:
+    """What :func:`check` decided before anything is written: the caller may write this chat, and the
+    reply's id (the continued assistant message's for a tool follow-up, a new one otherwise)."""
+
+    chat: ChatRequest
+    manager: SessionManager
+    user: Any
+    message_id: str
+    exists: bool
+
+    @property
+    def continues(self) -> bool:
+        """A client-side tool's follow-up: the posted list ends with the assistant message to continue."""
+        return self.chat.last["role"] == "assistant" and self.chat.trigger != REGENERATE
+
+
+def _writable(row: Any, user: Any) -> None:
+    """404 for another owner's session (as the API: whether it exists is not said), 409 once it has ended."""
     if not is_staff(user) and row.owner_id != user.pk:
         raise not_found("session")
     if row.end_reason is not None:
         raise ApiError(409, "session_ended", f"The session has ended ({row.end_reason}); start a new chat.")
+
+
+def check(request: HttpRequest, chat: ChatRequest, manager: SessionManager) -> Target:
+    """Read-only, before the answer starts: may the caller write this chat (404 / 409 otherwise)?"""
+    user = request.auth
+    row = rows.fetch(manager.using, chat.chat_id)
+    if row is not None:
+        _writable(row, user)
+    last = chat.last
+    continues = last["role"] == "assistant" and chat.trigger != REGENERATE
+    return Target(chat, manager, user, last["id"] if continues else uuid.uuid4().hex, row is not None)
+
+
+def _open(target: Target) -> None:
+    """Create the session for the caller (the first POST), or check again under the write lock."""
+    using, chat = target.manager.using, target.chat
+    if not target.exists:
+        try:
+            with transaction.atomic(using=using):
+                name = rows.check_text(_title(chat), "name")
+                rows.insert(using, name, session_id=chat.chat_id, owner=target.user)
+            return
+        except IntegrityError:  # another request created it first
+            pass
+    row = rows.fetch(using, chat.chat_id)
+    if row is None:
+        raise ApiError(409, "session_gone", "The session was deleted while the request ran.")
+    _writable(row, target.user)
 
 
 def merge_tool_outputs(stored: dict, posted: dict) -> dict:
@@ -90,10 +124,11 @@ def merge_tool_outputs(stored: dict, posted: dict) -> dict:
     return merged
 
 
-def _store_posted(session: Session, chat: ChatRequest, manager: SessionManager) -> None:
-    """Append the posted messages the session does not hold yet (the newest stored one and all before it are)."""
+def _store_posted(session: Session, chat: ChatRequest, manager: SessionManager, *, fresh: bool) -> None:
+    """Append the posted messages the session does not hold yet (the newest stored one and all before it are;
+    a session created by this request holds none)."""
     sid = session.session_id
-    first_new = len(chat.messages)
+    first_new = 0 if fresh else len(chat.messages)
     while first_new > 0 and not message_exists(manager, sid, chat.messages[first_new - 1]["id"]):
         first_new -= 1
     for index in range(first_new, len(chat.messages)):
@@ -104,16 +139,17 @@ def _store_posted(session: Session, chat: ChatRequest, manager: SessionManager) 
         session.append_message(chat.messages[index], parent)
 
 
-def place(request: HttpRequest, chat: ChatRequest, manager: SessionManager) -> Turn:
+def place(target: Target) -> Turn:
     """Store the posted turn (one transaction) and say what the reply answers and where it goes."""
+    chat, manager = target.chat, target.manager
     using = manager.using
     with rows.write_transaction(using):
-        _open(request, chat, manager)
+        _open(target)
         session = manager.get_session(chat.chat_id)
-        _store_posted(session, chat, manager)
+        _store_posted(session, chat, manager, fresh=not target.exists)
         last = chat.last
         history = session.get_history(last["id"])
-        if last["role"] == "assistant" and chat.trigger != REGENERATE:  # a client-side tool's follow-up
+        if target.continues:
             stored = session.get_message(last["id"]) or last
             base = merge_tool_outputs(stored, last)
             if base != stored:
@@ -121,10 +157,10 @@ def place(request: HttpRequest, chat: ChatRequest, manager: SessionManager) -> T
             history[-1] = base
             rows.touch(using, chat.chat_id)
             parent = history[-2]["id"] if len(history) > 1 else ""
-            return Turn(session, history, last["id"], parent, base, using)
+            return Turn(session, history, target.message_id, parent, base, using)
         if last["role"] == "assistant":  # regenerating an assistant message: the reply becomes its sibling
             history = history[:-1]
         if not history:
             raise ApiError(400, "invalid_chat_request", "Nothing to regenerate: no message before the reply.")
         rows.touch(using, chat.chat_id)
-    return Turn(session, history, uuid.uuid4().hex, history[-1]["id"], None, using)
+    return Turn(session, history, target.message_id, history[-1]["id"], None, using)

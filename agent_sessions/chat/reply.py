@@ -12,23 +12,20 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from asgiref.sync import async_to_sync, sync_to_async
 
+from ..api.errors import ApiError
 from .assemble import ReplyBuilder
-from .placement import Turn
+from .placement import Target, Turn, place
 from .store import store_reply
 from .stream import DONE, Envelope, sse
 
 logger = logging.getLogger(__name__)
-_END = object()
 DEFAULT_ERROR_TEXT = "The reply failed; what arrived so far is saved."
-
-
-def _next(iterator: Iterator[Any]) -> Any:
-    return next(iterator, _END)
 
 
 async def _collect(source: Any) -> list[Any]:
@@ -44,19 +41,27 @@ class Reply:
 
     def __init__(
         self,
-        turn: Turn,
+        target: Target,
         respond: Callable[..., Any],
         *,
         model: str | None = None,
         error_text: Callable[[BaseException], str] | None = None,
     ) -> None:
-        self.turn = turn
+        self.target = target
+        self.message_id = target.message_id
         self.respond = respond
         self.model = model
         self.error_text = error_text or (lambda exc: DEFAULT_ERROR_TEXT)
-        self.envelope = Envelope(turn.message_id)
-        self.builder = ReplyBuilder(turn.message_id, turn.base)
+        self.envelope = Envelope(target.message_id)
+        self.builder = ReplyBuilder(target.message_id)
+        self._turn: Turn | None = None
+        self._opening: list[dict] = []
         self.stored = False
+
+    @property
+    def turn(self) -> Turn:
+        assert self._turn is not None, "the turn is placed before respond runs"
+        return self._turn
 
     # ── shared steps ────────────────────────────────────────────────
     def _emit(self, chunks: list[dict]) -> bytes:
@@ -64,7 +69,30 @@ class Reply:
             self.builder.apply(chunk)
         return b"".join(sse(chunk) for chunk in chunks)
 
+    def _open(self) -> bytes:
+        """``start`` and the first ``start-step``: the first bytes, sent before anything is written."""
+        self._opening = self.envelope.open()
+        return b"".join(sse(chunk) for chunk in self._opening)
+
+    def _place(self) -> None:
+        """Store the posted turn; the reply's message starts from the continued one (a tool follow-up) if any."""
+        self._turn = place(self.target)
+        self.builder = ReplyBuilder(self.message_id, self._turn.base)
+        for chunk in self._opening:
+            self.builder.apply(chunk)
+
+    def _item(self, item: Any) -> bytes:
+        """The SSE bytes of one item ``respond`` yielded (a text delta of the open text part: the short way)."""
+        if type(item) is str and item:
+            delta = self.envelope.continue_text(item)
+            if delta is not None:
+                self.builder.add_delta(delta["id"], item)
+                return sse(delta)
+        return self._emit(self.envelope.feed(item))
+
     def _store(self) -> None:
+        if self._turn is None:  # the turn itself was not stored: there is nothing to hang a reply on
+            return
         self.stored = True
         turn = self.turn
         store_reply(
@@ -84,14 +112,14 @@ class Reply:
 
     def _fail(self, exc: BaseException) -> bytes:
         """Store the partial reply, marked, then the ``error`` chunk."""
-        logger.warning("chat reply %s failed: %r", self.turn.message_id, exc, exc_info=exc)
-        text = self.error_text(exc)
+        logger.warning("chat reply %s failed: %r", self.message_id, exc, exc_info=exc)
+        text = exc.detail if isinstance(exc, ApiError) else self.error_text(exc)  # our own words are safe to send
         self.builder.mark_partial("error", text)
         try:
             if not self.stored:
                 self._store()
         except Exception:  # noqa: BLE001 - the client still gets its error chunk
-            logger.exception("storing the partial reply %s failed", self.turn.message_id)
+            logger.exception("storing the partial reply %s failed", self.message_id)
         return b"".join(sse(chunk) for chunk in self.envelope.fail(text))
 
     def _gone(self) -> None:
@@ -102,19 +130,20 @@ class Reply:
         try:
             self._store()
         except Exception:  # noqa: BLE001
-            logger.exception("storing the partial reply %s after a disconnect failed", self.turn.message_id)
+            logger.exception("storing the partial reply %s after a disconnect failed", self.message_id)
 
     # ── WSGI ────────────────────────────────────────────────────────
     def events(self) -> Iterator[bytes]:
         """The SSE body as a sync iterator (an async ``respond`` is run to the end first)."""
-        yield self._emit(self.envelope.open())
+        yield self._open()
         source: Any = None
         try:
+            self._place()
             source = self.respond(self.turn.session, self.turn.history)
             if inspect.isawaitable(source) or hasattr(source, "__aiter__"):
                 source = async_to_sync(_collect)(source)
             for item in source:
-                data = self._emit(self.envelope.feed(item))
+                data = self._item(item)
                 if data:
                     yield data
             tail = self._finish()
@@ -130,20 +159,19 @@ class Reply:
     # ── ASGI ────────────────────────────────────────────────────────
     async def aevents(self) -> AsyncIterator[bytes]:
         """The SSE body as an async iterator: each chunk is sent as ``respond`` yields it."""
-        yield self._emit(self.envelope.open())
+        yield self._open()
         source: Any = None
         try:
+            await sync_to_async(self._place)()
             source = await self._start()
             if hasattr(source, "__aiter__"):
                 async for item in source:
-                    data = self._emit(self.envelope.feed(item))
+                    data = self._item(item)
                     if data:
                         yield data
             else:
-                iterator = iter(source)
-                step = sync_to_async(_next)
-                while (item := await step(iterator)) is not _END:
-                    data = self._emit(self.envelope.feed(item))
+                async for batch in _drained(iter(source)):
+                    data = b"".join([self._item(item) for item in batch])
                     if data:
                         yield data
             tail = await sync_to_async(self._finish)()
@@ -166,6 +194,52 @@ class Reply:
         if inspect.isawaitable(source):
             source = await source
         return source
+
+
+async def _drained(iterator: Iterator[Any]) -> AsyncIterator[list[Any]]:
+    """A sync iterator's items, as it yields them: one worker-thread call runs the whole iteration (the
+    request's thread-sensitive thread, where its ORM use belongs) and hands each item to the loop, rather
+    than a thread hop per item.  Items that arrived together come as one list (one write, none held
+    back).  When the consumer stops early, the iteration stops at its next item."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[tuple[bool, Any]] = asyncio.Queue()
+    stop = threading.Event()
+
+    def drain() -> None:
+        outcome: Any = None
+        try:
+            for item in iterator:
+                if stop.is_set():
+                    break
+                loop.call_soon_threadsafe(queue.put_nowait, (True, item))
+        except Exception as exc:  # noqa: BLE001 - raised again on the loop, in the consumer
+            outcome = exc
+        finally:
+            if stop.is_set():
+                _close(iterator)
+        loop.call_soon_threadsafe(queue.put_nowait, (False, outcome))
+
+    worker = asyncio.ensure_future(sync_to_async(drain)())
+    try:
+        while True:
+            batch, end = [], None
+            more, value = await queue.get()
+            while more:
+                batch.append(value)
+                if queue.empty():
+                    break
+                more, value = queue.get_nowait()
+            if not more:
+                end = (value,)
+            if batch:
+                yield batch
+            if end is not None:
+                if end[0] is not None:
+                    raise end[0]
+                break
+        await worker
+    finally:
+        stop.set()  # what runs next in the request's thread (storing the partial reply) waits for drain()
 
 
 def _close(source: Any) -> None:

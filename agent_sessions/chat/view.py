@@ -22,7 +22,7 @@ from ..api.config import get_manager
 from ..api.errors import ApiError, error_body
 from ..manager import SessionManager
 from .access import authenticate
-from .placement import place
+from .placement import check
 from .reply import Reply
 from .request import parse
 from .stream import CONTENT_TYPE, HEADERS
@@ -53,11 +53,11 @@ class ChatView(View):
         try:
             authenticate(request)
             chat = parse(request)
-            turn = place(request, chat, self.manager or get_manager())
+            target = check(request, chat, self.manager or get_manager())
         except ApiError as exc:
             return JsonResponse(error_body(exc.status, exc.code, exc.detail), status=exc.status)
         assert self.respond is not None  # checked by as_view
-        reply = Reply(turn, self.respond, model=self.model, error_text=self.error_text)
+        reply = Reply(target, self.respond, model=self.model, error_text=self.error_text)
         body = reply.aevents() if isinstance(request, ASGIRequest) else reply.events()
         return StreamingHttpResponse(body, content_type=CONTENT_TYPE, headers=HEADERS)
 
