@@ -29,7 +29,7 @@ from django.urls import resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "docker-compose.yml"
-APP_SERVICES = ("web", "worker", "beat")
+APP_SERVICES = ("web", "chat", "worker", "beat")
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +65,7 @@ def _interpolate(value: str, env: dict[str, str] | None = None) -> str:
 def test_services_healthchecks_and_volumes(compose):
     services = compose["services"]
     assert set(services) == {"postgres", "redis", *APP_SERVICES}
-    for name in ("postgres", "redis", "web", "worker"):
+    for name in ("postgres", "redis", "web", "chat", "worker"):
         assert services[name]["healthcheck"]["test"], name
     assert services["beat"]["profiles"] == ["beat"]  # optional
     assert services["web"]["depends_on"]["postgres"]["condition"] == "service_healthy"
@@ -103,6 +103,13 @@ def test_commands_exist_in_this_repository(compose):
     assert gunicorn[0] == "gunicorn"
     module, _, attribute = gunicorn[1].partition(":")
     assert callable(getattr(import_module(module), attribute))
+    # The chat service: gunicorn running the ASGI application with uvicorn's worker class.
+    chat = services["chat"]["command"]
+    assert chat[:2] == ["gunicorn", "project.asgi:application"]
+    module, _, attribute = chat[1].partition(":")
+    assert callable(getattr(import_module(module), attribute))
+    worker_module, _, worker_class = chat[chat.index("--worker-class") + 1].rpartition(".")
+    assert isinstance(getattr(import_module(worker_module), worker_class), type)
     for name, role in (("worker", "worker"), ("beat", "beat")):
         (argv,) = _steps(services[name]["command"])
         assert argv[:4] == ["celery", "-A", "project", role]

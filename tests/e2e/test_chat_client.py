@@ -1,4 +1,5 @@
-"""The real ``ai`` client (pinned in ``tests/js/chat``) against ChatView served by uvicorn.
+"""The real ``ai`` client (pinned in ``tests/js/chat``) against ChatView under the compose stack's ASGI server
+(gunicorn with uvicorn workers).
 
 The Node script drives the chat the way ``useChat`` does (``AbstractChat`` + ``DefaultChatTransport``):
 send, a second turn, regenerate, a client-side tool round trip, an error mid-stream, only-the-last-
@@ -20,7 +21,7 @@ from django.db import connection
 from agent_sessions.api.config import get_manager
 from agent_sessions.models import ApiKey, Message, SessionRecord
 from tests.support.api import make_user
-from tests.support.chat_server import node_project, uvicorn_server
+from tests.support.chat_server import asgi_server, node_project
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -39,7 +40,7 @@ def client_run(django_db_blocker, tmp_path_factory):
 
         user = make_user(get_user_model(), f"ai-client-{time.monotonic_ns()}")
         _, token = ApiKey.issue(user, "ai client")
-        with uvicorn_server(settings.DB, str(connection.settings_dict["NAME"])) as base:
+        with asgi_server(settings.DB, str(connection.settings_dict["NAME"])) as base:
             done = subprocess.run(
                 [shutil.which("node") or "node", "chat.test.mjs"],
                 cwd=project,

@@ -1,6 +1,7 @@
-"""A uvicorn process serving the scripted chat endpoint on the live test database, and the Node test project.
+"""An ASGI server process (the compose stack's: gunicorn + uvicorn workers) serving the scripted chat
+endpoint on the live test database, and the Node test project.
 
-Used by ``tests/e2e/test_chat_client.py`` (the real ``ai`` client) and the chat benchmark.
+Used by ``tests/e2e/test_chat_client.py`` (the real ``ai`` client).
 """
 
 from __future__ import annotations
@@ -59,10 +60,9 @@ def free_port() -> int:
 
 
 @contextmanager
-def uvicorn_server(
-    database: str, db_name: str, *, settings: str = "tests.support.chat_server_settings"
-) -> Iterator[str]:
-    """``http://127.0.0.1:<port>`` of uvicorn running ``project.asgi`` with ``settings`` on the given database."""
+def asgi_server(database: str, db_name: str, *, settings: str = "tests.support.chat_server_settings") -> Iterator[str]:
+    """``http://127.0.0.1:<port>`` of the compose stack's ASGI server (gunicorn with uvicorn's worker class)
+    running ``project.asgi`` with ``settings`` on the given database."""
     port = free_port()
     env = {
         **os.environ,
@@ -70,23 +70,23 @@ def uvicorn_server(
         "AGENT_SESSIONS_TEST_DB": database,
         "AGENT_SESSIONS_DB_NAME": db_name,
     }
-    command = [sys.executable, "-m", "uvicorn", "project.asgi:application", "--port", str(port)]
-    process = subprocess.Popen(
-        [*command, "--log-level", "warning"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-    )
+    gunicorn = Path(sys.executable).parent / "gunicorn"
+    command = [str(gunicorn), "project.asgi:application", "--worker-class", "uvicorn_worker.UvicornWorker"]
+    command += ["--workers", "1", "--bind", f"127.0.0.1:{port}", "--log-level", "warning"]
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
         while True:
             if process.poll() is not None:
-                raise RuntimeError(f"uvicorn exited early:\n{process.stdout.read().decode(errors='replace')}")
+                raise RuntimeError(f"the ASGI server exited early:\n{process.stdout.read().decode(errors='replace')}")
             try:
                 httpx.get(f"{base}/api/openapi.json", timeout=2)
                 break
             except httpx.TransportError:
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError("uvicorn did not answer within 60 s")
+                raise RuntimeError("the ASGI server did not answer within 60 s")
             time.sleep(0.2)
         yield base
     finally:
