@@ -23,6 +23,10 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # the list of exports; at run time read by _exports() and loaded lazily
+    from .chat import ChatView as ChatView
+    from .chat import anthropic_chunks as anthropic_chunks
+    from .chat import chat_urls as chat_urls
+    from .chat import openai_chunks as openai_chunks
     from .compaction import CompactContext as CompactContext
     from .compaction import align_boundary_backward as align_boundary_backward
     from .compaction import align_boundary_forward as align_boundary_forward

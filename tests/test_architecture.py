@@ -62,7 +62,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("domain", ["context", "compaction", "summarizers", "tools", "leases", "session.context", "session.compaction"]),
     ("session", ["session"]),
     ("orchestration", ["manager", "convert"]),
-    ("surfaces", ["api", "admin", "management", "integrations", "tasks", "celery", "urls", "apps", "checks"]),
+    ("surfaces", ["api", "chat", "admin", "management", "integrations", "tasks", "celery", "urls", "apps", "checks"]),
 ]
 # Names of upper modules that a lower one holds as a string, on purpose: (module, target) → why.
 DECLARED_SEAMS: dict[tuple[str, str], str] = {

@@ -31,7 +31,7 @@ from django.urls import resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "docker-compose.yml"
-APP_SERVICES = ("migrate", "web", "worker", "beat")
+APP_SERVICES = ("migrate", "web", "chat", "worker", "beat")
 SECRET = "compose-test-secret-0123456789abcdefghijklmnopqrstuvwxyz"
 
 
@@ -80,7 +80,7 @@ def test_services_healthchecks_and_volumes(compose):
     assert services["beat"]["profiles"] == ["beat"]  # optional
     assert services["migrate"]["restart"] == "no"  # one-shot
     assert services["migrate"]["depends_on"]["postgres"]["condition"] == "service_healthy"
-    for name in ("web", "worker", "beat"):  # they start on a migrated database
+    for name in ("web", "chat", "worker", "beat"):  # they start on a migrated database
         assert services[name]["depends_on"]["migrate"]["condition"] == "service_completed_successfully", name
         assert services[name]["depends_on"]["redis"]["condition"] == "service_healthy", name
     assert "pgdata:/var/lib/postgresql/data" in services["postgres"]["volumes"]
@@ -118,6 +118,13 @@ def test_commands_exist_in_this_repository(compose):
     assert "migrate" not in gunicorn
     module, _, attribute = gunicorn[1].partition(":")
     assert callable(getattr(import_module(module), attribute))
+    # The chat service: gunicorn running the ASGI application with uvicorn's worker class.
+    chat = services["chat"]["command"]
+    assert chat[:2] == ["gunicorn", "project.asgi:application"]
+    module, _, attribute = chat[1].partition(":")
+    assert callable(getattr(import_module(module), attribute))
+    worker_module, _, worker_class = chat[chat.index("--worker-class") + 1].rpartition(".")
+    assert isinstance(getattr(import_module(worker_module), worker_class), type)
     for name, role in (("worker", "worker"), ("beat", "beat")):
         (argv,) = _steps(services[name]["command"])
         assert argv[:4] == ["celery", "-A", "project", role]
