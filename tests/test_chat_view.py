@@ -252,3 +252,40 @@ def test_a_turn_that_cannot_be_placed_ends_in_an_error_chunk_and_writes_nothing(
     assert got[-1] == {"type": "error", "errorText": "Nothing to regenerate: no message before the reply."}
     assert not SessionRecord.objects.filter(id="c14").exists()
     assert not Message.objects.exists()
+
+
+# ── model-call records (SPEC §8): the view's ``model`` option records each reply ─────────────
+
+
+def test_each_reply_records_the_input_respond_got(token):
+    first = chat(token, "m1", [user_msg("u1", "hi")])[0]["messageId"]
+    second = chat(token, "m1", [user_msg("u2", "again")])[0]["messageId"]  # only the last: under the leaf
+    seen = session("m1").model_input(second)
+    assert [m["id"] for m in seen["messages"]] == ["u1", first, "u2"]
+    assert (seen["model"], seen["status"]) == ("scripted", "ok")
+    assert [m["id"] for m in session("m1").model_input(first)["messages"]] == ["u1"]
+
+
+def test_a_regenerated_reply_and_the_one_it_replaces_saw_the_same_input(token):
+    old = chat(token, "m2", [user_msg("u1", "hi")])[0]["messageId"]
+    new = chat(token, "m2", [user_msg("u1", "hi")], trigger="regenerate-message", message_id=old)[0]["messageId"]
+    assert session("m2").model_input(old)["messages"] == session("m2").model_input(new)["messages"]
+
+
+def test_a_failed_reply_is_recorded_as_an_error_with_its_partial_message(token):
+    reply = chat(token, "m3", [user_msg("u1", "please fail")])[0]["messageId"]
+    [call] = session("m3").model_calls()
+    assert (call["status"], call["message_id"], call["error"]) == ("error", reply, "the model broke")
+
+
+def test_a_tool_follow_up_records_the_continuation_with_the_tool_output_in_its_input(token):
+    got = chat(token, "m4", [user_msg("u1", "what is the weather")])
+    reply_id = got[0]["messageId"]
+    stored = session("m4").get_message(reply_id)
+    tool = stored["parts"][2]
+    client_copy = {**stored, "parts": [*stored["parts"][:2], {**tool, "state": "output-available", "output": "Oslo"}]}
+    chat(token, "m4", [user_msg("u1", "what is the weather"), client_copy], message_id=reply_id)
+    calls = session("m4").model_calls()
+    assert [c["message_id"] for c in calls] == [reply_id, reply_id]
+    latest = session("m4").model_input(reply_id)
+    assert latest["messages"][-1]["parts"][2]["output"] == "Oslo"

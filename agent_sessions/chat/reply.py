@@ -19,6 +19,7 @@ from typing import Any
 from asgiref.sync import async_to_sync, sync_to_async
 
 from ..api.errors import ApiError
+from ..session import ModelCall
 from .assemble import ReplyBuilder
 from .placement import Target, Turn, place
 from .store import store_reply
@@ -56,6 +57,8 @@ class Reply:
         self.builder = ReplyBuilder(target.message_id)
         self._turn: Turn | None = None
         self._opening: list[dict] = []
+        self._call: ModelCall | None = None
+        self._error = ""
         self.stored = False
 
     @property
@@ -80,6 +83,10 @@ class Reply:
         self.builder = ReplyBuilder(self.message_id, self._turn.base)
         for chunk in self._opening:
             self.builder.apply(chunk)
+        if self.model:  # the input respond gets, snapshotted for the reply's model-call record (SPEC §8)
+            turn = self._turn
+            leaf = turn.base["id"] if turn.base is not None else turn.parent_id
+            self._call = turn.session.model_call(model=self.model, leaf_id=leaf or None).start()
 
     def _item(self, item: Any) -> bytes:
         """The SSE bytes of one item ``respond`` yielded (a text delta of the open text part: the short way)."""
@@ -101,7 +108,8 @@ class Reply:
             parent_id=turn.parent_id,
             continued=turn.base is not None,
             using=turn.using,
-            model=self.model,
+            call=self._call,
+            error=self._error,
         )
 
     def _finish(self) -> bytes:
@@ -115,6 +123,7 @@ class Reply:
         logger.warning("chat reply %s failed: %r", self.message_id, exc, exc_info=exc)
         text = exc.detail if isinstance(exc, ApiError) else self.error_text(exc)  # our own words are safe to send
         self.builder.mark_partial("error", text)
+        self._error = str(exc) or type(exc).__name__
         try:
             if not self.stored:
                 self._store()
@@ -127,6 +136,7 @@ class Reply:
         if self.stored:
             return
         self.builder.mark_partial("disconnect")
+        self._error = "the client disconnected"
         try:
             self._store()
         except Exception:  # noqa: BLE001

@@ -376,13 +376,15 @@ class ModelCall:
         self._started = time.perf_counter()
         return self
 
-    def observed(self, *, message_id: str | None = None, usage: Any = None, cost: float | None = None) -> None:
-        """Record a call whose reply the framework stores itself (``message_id`` when already known;
-        else :meth:`SessionModelCalls.link` names it once it is stored)."""
+    def observed(
+        self, *, message_id: str | None = None, usage: Any = None, cost: float | None = None, error: str = ""
+    ) -> None:
+        """Record a call whose reply the caller stores itself (``message_id`` when already known; else
+        :meth:`SessionModelCalls.link` names it once it is stored); ``error``: it failed part-way."""
         self._check_open()
         self._measure(usage, cost)
         self._finished = True
-        self._calls.record(self, status="ok", message_id=message_id)
+        self._calls.record(self, status="error" if error else "ok", message_id=message_id, error=error[:10_000])
 
     # ── the outcome ─────────────────────────────────────────────────
     def finish(self, message: UIMessage, *, usage: Any = None, cost: float | None = None) -> UIMessage:
