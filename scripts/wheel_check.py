@@ -45,9 +45,10 @@ REDIS_URL = os.environ.get("AGENT_SESSIONS_WHEEL_REDIS", "redis://127.0.0.1:6379
 EXTRA_MODULES = {
     "redis": ["redis", "kombu.transport.redis"],  # the Celery broker transport, not only the client
     "fast": ["orjson"],
-    "openai-agents": ["agent_sessions.integrations.openai_agents"],
-    "langchain": ["agent_sessions.integrations.langchain"],
+    "openai-agents": ["agent_sessions.integrations.openai_agents", "agent_sessions.integrations.openai_agents_calls"],
+    "langchain": ["agent_sessions.integrations.langchain", "agent_sessions.integrations.langchain_calls"],
     "pydantic-ai": ["agent_sessions.integrations.pydantic_ai"],
+    "asgi": ["uvicorn", "uvicorn_worker"],  # the servers ChatView streams under (compose's chat service)
 }
 STATIC_FILES = ("agent_sessions/tree.css", "agent_sessions/tree.js", "admin/css/base.css")
 
