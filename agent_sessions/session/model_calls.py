@@ -240,12 +240,12 @@ class SessionModelCalls:
         kinds = self._store.kinds
         overlays = [o for o in (overlay_from_json(contents.get(h, "")) for h in overlay_hashes) if o is not None]
         path = self._backend.get_raw_path(row["leaf_id"]) if row["leaf_id"] else []
-        tools = _json_or(contents.get(row["tools_hash"] or ""), [])
-        sent = _json_or(contents.get(row["sent_hash"] or ""), []) if row["sent_hash"] else []
+        tools = json_or(contents.get(row["tools_hash"] or ""), [])
+        sent = json_or(contents.get(row["sent_hash"] or ""), []) if row["sent_hash"] else []
         system = contents.get(row["system_hash"] or "") if row["system_hash"] else None
         head: list = []
         if system is not None and kinds.get(row["system_hash"]) == HEAD:
-            head, system = _json_or(system, []), None
+            head, system = json_or(system, []), None
         return {
             **_public(row),
             "system": system,
@@ -274,7 +274,8 @@ def _start_of(sent: list[Any], first: list[Any]) -> int:
     return 0
 
 
-def _json_or(value: str | None, default: Any) -> Any:
+def json_or(value: str | None, default: Any) -> Any:
+    """A stored JSON column's value, or ``default`` when it is NULL or not JSON (a foreign writer's row)."""
     if value is None:
         return default
     try:
@@ -285,20 +286,20 @@ def _json_or(value: str | None, default: Any) -> Any:
 
 def hash_list(value: str | None) -> list[str]:
     """The content hashes of a record's ``overlays`` column (anything else in it is ignored)."""
-    data = _json_or(value, [])
+    data = json_or(value, [])
     return [h for h in data if isinstance(h, str)] if isinstance(data, list) else []
 
 
 def _public(row: dict[str, Any]) -> dict[str, Any]:
     """A stored row as the public API returns it."""
-    params = _json_or(row["params"], {})
+    params = json_or(row["params"], {})
     return {
         "id": row["call_id"],
         "message_id": row["message_id"],
         "leaf_id": row["leaf_id"],
         "model": row["model"],
         "params": params if isinstance(params, dict) else {},
-        "usage": _json_or(row["usage"], None),
+        "usage": json_or(row["usage"], None),
         "cost": row["cost"],
         "latency_ms": row["latency_ms"],
         "status": row["status"],

@@ -32,7 +32,7 @@ from agent_sessions.models import (
     SearchEntry,
     SessionRecord,
 )
-from agent_sessions.session.model_calls import to_json
+from agent_sessions.session.model_calls import json_or, to_json
 from agent_sessions.storage.orm import DjangoSessionProvider
 from agent_sessions.tokens import estimate_one_message_tokens
 from agent_sessions.types import stored_fields
@@ -95,13 +95,13 @@ def _model_calls(using: str, session_id: str) -> tuple[list[dict], list[dict]]:
             "id": row.call_id,
             "message_id": row.message_id,
             "leaf_id": row.leaf_id,
-            "overlays": _loads(row.overlays, []),
+            "overlays": json_or(row.overlays, []),
             "system_hash": row.system_hash,
             "tools_hash": row.tools_hash,
             "sent_hash": row.sent_hash,
             "model": row.model,
-            "params": _loads(row.params, {}),
-            "usage": _loads(row.usage, None),
+            "params": json_or(row.params, {}),
+            "usage": json_or(row.usage, None),
             "cost": row.cost,
             "latency_ms": row.latency_ms,
             "status": row.status,
@@ -112,15 +112,6 @@ def _model_calls(using: str, session_id: str) -> tuple[list[dict], list[dict]]:
     ]
     contents = ModelCallContent.objects.using(using).filter(session_id=session_id).order_by("seq")
     return calls, [{"hash": c.hash, "kind": c.kind, "content": c.content} for c in contents]
-
-
-def _loads(value: str | None, default: Any) -> Any:
-    if value is None:
-        return default
-    try:
-        return json.loads(value)
-    except ValueError:
-        return default
 
 
 def export_session(using: str, session_id: str, on_message: Callable[[], None] = lambda: None) -> dict:
