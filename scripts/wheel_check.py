@@ -47,7 +47,7 @@ EXTRA_MODULES = {
     "fast": ["orjson"],
     "openai-agents": ["agent_sessions.integrations.openai_agents", "agent_sessions.integrations.openai_agents_calls"],
     "langchain": ["agent_sessions.integrations.langchain", "agent_sessions.integrations.langchain_calls"],
-    "pydantic-ai": ["agent_sessions.integrations.pydantic_ai"],
+    "pydantic-ai": ["agent_sessions.integrations.pydantic_ai", "agent_sessions.integrations.pydantic_ai_calls"],
     "asgi": ["uvicorn", "uvicorn_worker"],  # the servers ChatView streams under (compose's chat service)
 }
 STATIC_FILES = ("agent_sessions/tree.css", "agent_sessions/tree.js", "admin/css/base.css")
