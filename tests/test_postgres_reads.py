@@ -170,9 +170,14 @@ def test_the_function_reads_the_path_the_statement_reads(session_id, rows_elsewh
     assert session.get_history() == []
     for i in range(30):
         session.append_message(msg(f"m{i}"))
-    for leaf in ("m10", "m29", None):  # one query: the function's rows settle it, no walk follows
+    for leaf in ("m29", None):  # one query: the function's rows settle it, no walk follows
         assert _sent(lambda leaf=leaf: session.get_history(leaf)) == [postgres_reads.PATH.call]
         assert _sent(lambda leaf=leaf: session.storage.get_raw_path(leaf)) == [postgres_reads.PATH.call]
+    # The session has its registry row (made with its first append), whose count of 30 rules the range
+    # out for a leaf 11 deep (more rows than depth + depth / 8 + 8): the function answers no rows, the
+    # walk follows.
+    assert _sent(lambda: session.get_history("m10"))[0] == postgres_reads.PATH.call
+    assert len(_sent(lambda: session.get_history("m10"))) == 2
     assert [m["id"] for m in session.get_history("m10")] == [f"m{i}" for i in range(11)]
     session.append_message(msg("retry"), "m27")  # a branch near the end: still read as a range
     for i in range(6):
