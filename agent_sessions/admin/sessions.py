@@ -191,14 +191,14 @@ class SessionRecordAdmin(BoundedSearchAdmin):
     def export_json(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse:
         return export.json_download(export.iter_sessions(queryset.order_by("pk")), "sessions.json")
 
-    def response_action(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse | None:
-        """A posted action the user may not run answers 403 (Django would only say "no action selected")."""
-        name = request.POST.get("action", "")
-        action = getattr(type(self), name, None) if name in self.actions else None
+    def changelist_view(self, request: HttpRequest, extra_context: dict | None = None) -> HttpResponse:
+        """A posted action the user may not run answers 403 (Django would re-render the list, "no action selected")."""
+        name = request.POST.get("action", "") if request.method == "POST" else ""
+        action = getattr(type(self), name, None) if name in (self.actions or ()) else None
         for permission in getattr(action, "allowed_permissions", ()):
             if not getattr(self, f"has_{permission}_permission")(request):
                 raise PermissionDenied
-        return super().response_action(request, queryset)
+        return super().changelist_view(request, extra_context)
 
     def _enqueue(self, request: HttpRequest, session_id: str, config: str | None, leaf_id: str | None) -> None:
         try:
