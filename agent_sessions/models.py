@@ -140,6 +140,10 @@ class SessionRecord(models.Model):
         db_table = "assistant_sessions"
         ordering = ["-updated_at"]
         verbose_name = "session"
+        permissions = [
+            ("export_sessionrecord", "Can export session content"),
+            ("compact_sessionrecord", "Can compact a session now"),
+        ]
 
     def __str__(self) -> str:
         return self.name or self.id

@@ -197,7 +197,7 @@ def test_view_only_staff_sees_tree_but_cannot_fork_or_compact(client, chat, djan
     from django.contrib.auth.models import Permission
 
     user = django_user_model.objects.create_user("viewer", password="pw", is_staff=True)
-    user.user_permissions.add(Permission.objects.get(codename="view_sessionrecord"))
+    user.user_permissions.add(*Permission.objects.filter(codename__in=["view_sessionrecord", "view_message"]))
     client.force_login(user)
     html = page(client.get(f"{BASE}/sessionrecord/chat-1/tree/"))
     assert 'id="msg-a3"' in html

@@ -20,7 +20,9 @@ from django.utils.text import Truncator
 
 from ..models import Compaction, CompactionJob, ContextBlockRecord, Message, SearchEntry
 from ..storage.orm import DjangoSessionProvider
+from .model_calls_page import recorded_replies
 from .parts import part_views
+from .permissions import access
 from .search import BoundedSearchAdmin
 from .sessions import TreeMedia, text_matches
 
@@ -75,6 +77,23 @@ class MessageAdmin(BoundedSearchAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> tuple:
+        """The model-input link only for users who may see model inputs."""
+        return (*self.fields[:2], "model_input", *self.fields[2:]) if access(request).inputs else self.fields
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple:
+        return self.get_fields(request, obj)
+
+    @admin.display(description="model input")
+    def model_input(self, obj: Message) -> str:
+        """The exact input of the recorded call that wrote this reply (one query), or "—"."""
+        if obj.role != "assistant" or not recorded_replies(obj.session_id, [obj.message_id], using=obj._state.db):
+            return "—"
+        url = reverse("admin:agent_sessions_sessionrecord_model_input", args=[quote(obj.session_id)])
+        return format_html(
+            '<a href="{}?{}" data-model-input>what the model saw</a>', url, urlencode({"message": obj.message_id})
+        )
 
     @admin.display(description="session", ordering="session_id")
     def session_link(self, obj: Message) -> str:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote as url_quote
+from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import admin, messages
@@ -16,9 +18,12 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from ..exceptions import AgentSessionsError
-from ..models import Compaction, CompactionJob, Message, SessionRecord
+from ..models import Compaction, CompactionJob, Message, ModelCallRecord, SessionRecord
 from . import export, hooks
+from .compare import compare_inputs
 from .long_text import long_text
+from .model_calls_page import Filters, input_context, read_input, timeline_context
+from .permissions import Access, access
 from .search import BoundedSearchAdmin, Matches, matches
 from .tree_page import FRAGMENT_LIMIT, Urls, fragment_context, tree_context
 
@@ -161,21 +166,39 @@ class SessionRecordAdmin(BoundedSearchAdmin):
     def get_search_results(self, request: HttpRequest, queryset: QuerySet, search_term: str) -> tuple[QuerySet, bool]:
         """Name/id matches plus sessions having a message with every word (FTS5 / tsvector)."""
         results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
-        if search_term.strip():
+        if search_term.strip() and access(request).messages:  # else which sessions match would leak the words
             found = text_matches(request, search_term)
             if found.keys:
                 results = results | queryset.filter(found.sessions())
         return results, may_have_duplicates
 
+    def get_search_help_text(self, request: HttpRequest) -> str:
+        return self.search_help_text if access(request).messages else "Session id or name."
+
     # ── actions ─────────────────────────────────────────────────────
-    @admin.action(description="Compact now (enqueue the compaction task, latest branch)", permissions=["change"])
+    def has_compact_permission(self, request: HttpRequest) -> bool:
+        return access(request).compact
+
+    def has_export_permission(self, request: HttpRequest) -> bool:
+        return access(request).export
+
+    @admin.action(description="Compact now (enqueue the compaction task, latest branch)", permissions=["compact"])
     def compact_now(self, request: HttpRequest, queryset: QuerySet) -> None:
         for record in queryset:
             self._enqueue(request, record.pk, None, None)
 
-    @admin.action(description="Export as JSON")
+    @admin.action(description="Export as JSON", permissions=["export"])
     def export_json(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse:
         return export.json_download(export.iter_sessions(queryset.order_by("pk")), "sessions.json")
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict | None = None) -> HttpResponse:
+        """A posted action the user may not run answers 403 (Django would re-render the list, "no action selected")."""
+        name = request.POST.get("action", "") if request.method == "POST" else ""
+        action = getattr(type(self), name, None) if name in (self.actions or ()) else None
+        for permission in getattr(action, "allowed_permissions", ()):
+            if not getattr(self, f"has_{permission}_permission")(request):
+                raise PermissionDenied
+        return super().changelist_view(request, extra_context)
 
     def _enqueue(self, request: HttpRequest, session_id: str, config: str | None, leaf_id: str | None) -> None:
         try:
@@ -197,6 +220,9 @@ class SessionRecordAdmin(BoundedSearchAdmin):
             path("<path:object_id>/compact/", wrap(self.compact_view), name=f"{prefix}_compact"),
             path("<path:object_id>/fork/", wrap(self.fork_view), name=f"{prefix}_fork"),
             path("<path:object_id>/export/", wrap(self.export_view), name=f"{prefix}_export"),
+            path("<path:object_id>/model-calls/", wrap(self.calls_view), name=f"{prefix}_model_calls"),
+            path("<path:object_id>/model-calls/input/", wrap(self.input_view), name=f"{prefix}_model_input"),
+            path("<path:object_id>/model-calls/compare/", wrap(self.compare_view), name=f"{prefix}_model_compare"),
             *super().get_urls(),
         ]
 
@@ -207,17 +233,19 @@ class SessionRecordAdmin(BoundedSearchAdmin):
             current_app=self.admin_site.name,
         )
 
-    def _urls(self, session_id: str, page_url: str) -> Urls:
+    def _urls(self, session_id: str, page_url: str, allowed: Access) -> Urls:
         compaction = reverse("admin:agent_sessions_compaction_change", args=["0"], current_app=self.admin_site.name)
         return Urls(
             page=page_url,
             fragment=self._url("tree_fragment", session_id),
             text=self._url("tree_text", session_id),
             compaction=compaction.replace("/0/", "/{}/"),
+            model_input=self._url("model_input", session_id) if allowed.inputs else "",
         )
 
     def _tree_context(self, request: HttpRequest, session_id: str, page_url: str, record: Any = None) -> dict:
-        urls = self._urls(session_id, page_url)
+        allowed = access(request)
+        urls = self._urls(session_id, page_url, allowed)
         get = request.GET
         context = tree_context(
             session_id,
@@ -230,15 +258,18 @@ class SessionRecordAdmin(BoundedSearchAdmin):
             hits_page=_int(get.get("hits")) or 1,
             record=record,
             using=router.db_for_read(Message),
+            blocks=allowed.blocks,
         )
         context.update(
             session_id=session_id,
             compact_url=self._url("compact", session_id),
             fork_url=self._url("fork", session_id),
             export_url=self._url("export", session_id),
+            calls_url=self._url("model_calls", session_id) if allowed.calls else "",
             compaction_configs=hooks.compaction_configs(),
             compaction_status=hooks.compaction_status(session_id),
-            can_change=self.has_change_permission(request),
+            can_change=allowed.compact,
+            can_export=allowed.export,
             can_fork=self.has_add_permission(request),
         )
         return context
@@ -253,16 +284,24 @@ class SessionRecordAdmin(BoundedSearchAdmin):
         obj: Any = None,
     ) -> HttpResponse:
         if obj is not None and not add:
-            context["as_tree"] = self._tree_context(request, obj.pk, request.path, obj)
+            allowed = access(request)
+            if allowed.messages:
+                context["as_tree"] = self._tree_context(request, obj.pk, request.path, obj)
+            context["as_calls_url"] = self._url("model_calls", obj.pk) if allowed.calls else ""
+            context["as_export_url"] = self._url("export", obj.pk) if allowed.export else ""
         return super().render_change_form(request, context, add, change, form_url, obj)
 
-    def _require(self, request: HttpRequest, permission: str) -> None:
+    def _require(self, request: HttpRequest, permission: str, *content: str) -> None:
+        """403 unless the user holds the session model's ``permission`` and each named grant of :class:`Access`."""
         if not getattr(self, f"has_{permission}_permission")(request):
+            raise PermissionDenied
+        allowed = access(request)
+        if not all(getattr(allowed, what) for what in content):
             raise PermissionDenied
 
     def tree_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """The tree page for any session id, with or without a registry row (messages link here)."""
-        self._require(request, "view")
+        self._require(request, "view", "messages")
         session_id = unquote(object_id)
         record = SessionRecord.objects.filter(pk=session_id).first()
         context = {
@@ -278,12 +317,12 @@ class SessionRecordAdmin(BoundedSearchAdmin):
 
     def fragment_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """An HTML fragment: a branch or a compacted range, loaded when its ``<details>`` opens."""
-        self._require(request, "view")
+        self._require(request, "view", "messages")
         session_id = unquote(object_id)
         node = request.GET.get("node")
         if not node:
             raise Http404("node is required")
-        urls = self._urls(session_id, self._url("tree", session_id))
+        urls = self._urls(session_id, self._url("tree", session_id), access(request))
         context = fragment_context(
             session_id,
             urls,
@@ -300,7 +339,7 @@ class SessionRecordAdmin(BoundedSearchAdmin):
 
     def text_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """The rest of a long text the page cut: a message part's field, a summary, or a context block."""
-        self._require(request, "view")
+        self._require(request, "view", "blocks" if request.GET.get("block") else "messages")
         rest = long_text(unquote(object_id), request.GET, using=router.db_for_read(Message))
         if rest is None:
             raise Http404("no such text")
@@ -326,7 +365,7 @@ class SessionRecordAdmin(BoundedSearchAdmin):
 
     def compact_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """POST: enqueue the compaction task for this session, then back to the page (status shown there)."""
-        self._require(request, "change")
+        self._require(request, "view", "compact")
         if request.method != "POST":
             return HttpResponse(status=405, headers={"Allow": "POST"})
         session_id = unquote(object_id)
@@ -335,7 +374,7 @@ class SessionRecordAdmin(BoundedSearchAdmin):
 
     def fork_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """POST ``at``: fork the path up to that message into a new session and open it."""
-        self._require(request, "add")
+        self._require(request, "add", "messages")
         if request.method != "POST":
             return HttpResponse(status=405, headers={"Allow": "POST"})
         session_id = unquote(object_id)
@@ -352,7 +391,7 @@ class SessionRecordAdmin(BoundedSearchAdmin):
 
     def export_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """The whole session as JSON, or with ``?leaf=`` that branch's ``get_history``."""
-        self._require(request, "view")
+        self._require(request, "view", "export")
         session_id = unquote(object_id)
         leaf = request.GET.get("leaf")
         if leaf:
@@ -363,3 +402,117 @@ class SessionRecordAdmin(BoundedSearchAdmin):
         if record is None and not Message.objects.filter(session_id=session_id).exists():
             raise Http404("no such session")
         return export.json_download(export.iter_session(session_id, record), f"session-{session_id}.json")
+
+    # ── model calls (SPEC §8) ───────────────────────────────────────
+    def _calls_page(
+        self, request: HttpRequest, session_id: str, title: str, template: str, **extra: Any
+    ) -> HttpResponse:
+        record = SessionRecord.objects.filter(pk=session_id).first()
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": title,
+            "subtitle": session_id,
+            "original": record,
+            "session_id": session_id,
+            "media": self.media,
+            "calls_url": self._url("model_calls", session_id),
+            "tree_url": self._url("tree", session_id),
+            **extra,
+        }
+        return TemplateResponse(request, f"admin/agent_sessions/model_calls/{template}.html", context)
+
+    def _input_link(self, session_id: str) -> Any:
+        base = self._url("model_input", session_id)
+
+        def link(message_id: str, page: int = 1) -> str:
+            query = {"message": message_id, **({"page": page} if page > 1 else {})}
+            return f"{base}?{urlencode(query)}"
+
+        return link
+
+    def _compare_link(self, session_id: str) -> Any:
+        base = self._url("model_compare", session_id)
+        return lambda a, b: f"{base}?{urlencode({'a': a, 'b': b})}"
+
+    def calls_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The session's recorded calls, newest first: filters (model, status, dates, slow, expensive) and totals."""
+        self._require(request, "view", "calls")
+        session_id = unquote(object_id)
+        filters = Filters.parse(request.GET)
+        for error in filters.errors:
+            self.message_user(request, f"Filter ignored: {error}", messages.WARNING)
+        page_url = self._url("model_calls", session_id)
+        input_link = self._input_link(session_id) if access(request).inputs else (lambda *a: "")
+        timeline = timeline_context(
+            session_id,
+            filters,
+            page=_int(request.GET.get("page")) or 1,
+            page_url=page_url,
+            input_url=input_link,
+            using=router.db_for_read(ModelCallRecord),
+        )
+        return self._calls_page(request, session_id, "Model calls", "timeline", t=timeline)
+
+    def input_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Exactly what the model was given when it wrote ``?message=`` (``Session.model_input``)."""
+        self._require(request, "view", "calls", "messages")
+        session_id = unquote(object_id)
+        message_id = request.GET.get("message", "")
+        context = input_context(
+            session_id,
+            message_id,
+            page=_int(request.GET.get("page")) or 1,
+            input_url=self._input_link(session_id),
+            compare_url=self._compare_link(session_id),
+            using=router.db_for_read(ModelCallRecord),
+        )
+        if context is None:
+            raise Http404("no recorded call produced this message")
+        context["show_system"] = access(request).blocks
+        context["reply_url"] = (
+            reverse(
+                "admin:agent_sessions_sessionrecord_tree", args=[quote(session_id)], current_app=self.admin_site.name
+            )
+            + f"?{urlencode({'leaf': message_id})}#msg-{url_quote(message_id, safe='')}"
+        )
+        return self._calls_page(request, session_id, f"Model input of {message_id}", "input", i=context)
+
+    def compare_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Two sibling replies (same parent) side by side: input and output differences highlighted."""
+        self._require(request, "view", "calls", "messages")
+        session_id = unquote(object_id)
+        a, b = request.GET.get("a", ""), request.GET.get("b", "")
+        using = router.db_for_read(Message)
+        rows = {
+            r.message_id: r
+            for r in Message.objects.using(using)
+            .filter(session_id=session_id, message_id__in=[a, b])
+            .only("message_id", "parent_id", "content", "role")
+        }
+        if a not in rows or b not in rows or a == b:
+            raise Http404("compare two different messages of this session")
+        if rows[a].parent_id != rows[b].parent_id:
+            self.message_user(request, "These replies are not siblings (their parents differ).", messages.WARNING)
+        left, right = read_input(session_id, a, using=using), read_input(session_id, b, using=using)
+        show_system = access(request).blocks
+        if not show_system:
+            for seen in (left, right):
+                if seen is not None:
+                    seen["system"] = "(hidden: needs the view context block permission)"
+        sections = compare_inputs(left, right, rows[a].message, rows[b].message)
+        input_link = self._input_link(session_id)
+        return self._calls_page(
+            request,
+            session_id,
+            f"Compare {a} and {b}",
+            "compare",
+            a=a,
+            b=b,
+            left=left,
+            right=right,
+            a_url=input_link(a) if left else "",
+            b_url=input_link(b) if right else "",
+            swap_url=self._compare_link(session_id)(b, a),
+            sections=sections,
+        )

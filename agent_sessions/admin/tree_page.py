@@ -17,6 +17,7 @@ from ..models import Compaction
 from ..storage.orm import search
 from ..types import StoredCompaction, text_content
 from .context_panel import BlockView, ContextPanel, load_panel
+from .model_calls_page import recorded_replies
 from .navigation import resolve
 from .parts import Clip, PartView, clip, part_views
 from .search import Matches, matches
@@ -50,6 +51,11 @@ class Urls:
     fragment: str
     text: str = ""
     compaction: str = ""  # the compaction record's admin page, with "{}" for its key
+    model_input: str = ""  # the model-input page ("" when the user may not see model inputs)
+
+    def input_of(self, message_id: str) -> str:
+        """The page of the exact input of the recorded call that produced ``message_id``."""
+        return f"{self.model_input}?{urlencode({'message': message_id})}" if self.model_input else ""
 
     def compaction_record(self, key: object) -> str:
         return self.compaction.replace("{}", quote(str(key), safe="")) if self.compaction and key is not None else ""
@@ -115,6 +121,7 @@ class Row:
     parent_url: str = ""
     focus_url: str = ""
     text_url: str = ""
+    input_url: str = ""  # the model input of the recorded call that wrote it, if one did
 
 
 @dataclass
@@ -159,7 +166,7 @@ class FocusView:
     compaction: StoredCompaction | None
     compaction_url: str
     record: object
-    panel: ContextPanel
+    panel: ContextPanel | None  # None: the user may not see context blocks
 
 
 @dataclass
@@ -206,6 +213,7 @@ def _row(
     *,
     next_id: str | None,
     links: Links | None = None,
+    recorded: set[str] | frozenset[str] = frozenset(),
     **flags: bool,
 ) -> Row:
     message, created_at = contents.get(node.seq, ({}, None))
@@ -221,6 +229,7 @@ def _row(
         parent_url=go(parent) if parent else "",
         focus_url=go(node.id),
         text_url=urls.text_of(node=node.id),
+        input_url=urls.input_of(node.id) if node.id in recorded else "",
         **flags,
     )
 
@@ -246,12 +255,14 @@ def tree_context(
     hits_page: int = 1,
     record: object = None,
     using: str = "default",
+    blocks: bool = True,
 ) -> dict:
     """Everything the tree template needs for one page of the path to the selected leaf.
 
     ``leaf`` (any message) selects the path through it, ``focus`` a message to open at (keeping
     the path when it lies on it), ``at`` the first message at or after a time; ``query`` searches
-    the session. See :func:`navigation.resolve`.
+    the session. See :func:`navigation.resolve`. ``blocks`` False leaves the context blocks and the
+    frozen prompt out of the panel (the user may not see them).
     """
     tree = load_tree(session_id, using=using)
     context: dict = {"tree": tree, "message_count": len(tree.nodes), "urls": urls, "query": query}
@@ -275,6 +286,7 @@ def tree_context(
     seqs = [n.seq for i, item in enumerate(shown) for n in _rendered_nodes(item, windows.get(i))]
     contents = fetch_contents([*seqs, *(n.seq for n in listed), tree.nodes[focus].seq], using=using)
     links = Links(urls, leaf_id, on_path)
+    recorded = _recorded(session_id, tree, seqs, urls, using=using)
 
     def row(node: Node) -> Row:
         return _row(
@@ -287,6 +299,7 @@ def tree_context(
             selected=node.id == leaf_id,
             focus=node.id == focus,
             links=links,
+            recorded=recorded,
         )
 
     overlay_keys = {c.id: key for key, c in overlays}
@@ -306,7 +319,9 @@ def tree_context(
         focus_id=focus,
         focus=None
         if query
-        else _focus_view(session_id, tree, focus_node, focus_created, items, overlays, links, record, using=using),
+        else _focus_view(
+            session_id, tree, focus_node, focus_created, items, overlays, links, record, using=using, blocks=blocks
+        ),
         path_length=len(path),
         path_tokens=path[-1].path_tokens,
         history_length=len(items),
@@ -411,6 +426,7 @@ def _focus_view(
     record: object,
     *,
     using: str,
+    blocks: bool = True,
 ) -> FocusView:
     """The focused message's links (parent, compaction record, session) and its context panel."""
     holder = next((i.overlay for i in items if i.overlay is not None and node in i.nodes), None)
@@ -424,7 +440,7 @@ def _focus_view(
         compaction=holder,
         compaction_url=links.urls.compaction_record(seq.get(holder.id)) if holder else "",
         record=record,
-        panel=_with_text_urls(load_panel(session_id, created_at, using=using), links.urls),
+        panel=_with_text_urls(load_panel(session_id, created_at, using=using), links.urls) if blocks else None,
     )
 
 
@@ -499,11 +515,12 @@ def fragment_context(
     chain = tree.chain_from(start, toward=toward or None, until=until or None)
     shown, rest = chain[:limit], chain[limit:]
     contents = fetch_contents([n.seq for n in shown], using=using)
+    recorded = _recorded(session_id, tree, [n.seq for n in shown], urls, using=using)
     on_path = {n.id for n in tree.path_to(toward)} if toward else set()
     rows = []
     for i, node in enumerate(shown):
         nxt = chain[i + 1].id if i + 1 < len(chain) else None
-        rows.append(_row(tree, node, contents, urls, next_id=nxt, active=node.id in on_path))
+        rows.append(_row(tree, node, contents, urls, next_id=nxt, active=node.id in on_path, recorded=recorded))
     more = None
     if rest:
         more = _stub(
@@ -516,3 +533,12 @@ def fragment_context(
             n=limit if limit != FRAGMENT_LIMIT else 0,
         )
     return {"rows": rows, "more": more, "urls": urls}
+
+
+def _recorded(session_id: str, tree: Tree, seqs: list[int], urls: Urls, *, using: str) -> set[str]:
+    """The rendered assistant rows a recorded model call wrote (one query; none when inputs are not linked)."""
+    if not urls.model_input:
+        return set()
+    wanted = set(seqs)
+    ids = [n.id for n in tree.nodes.values() if n.seq in wanted and n.role == "assistant"]
+    return recorded_replies(session_id, ids, using=using) if ids else set()

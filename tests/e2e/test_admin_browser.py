@@ -325,3 +325,47 @@ def test_operator_finds_answers_in_a_10k_session(live_server, staff, chromium_pa
         "admin-ops-dark.png",
     ):
         assert (ARTIFACTS / name).stat().st_size > 10_000
+
+
+def test_model_call_pages_in_browser(live_server, staff, chromium_path, sync_playwright):
+    """From the session page: a reply's model input, the comparison with its regeneration, the call timeline."""
+    from tests.support.admin_data import recorded_session
+
+    recorded_session("calls-e2e", "E2E")
+    ARTIFACTS.mkdir(exist_ok=True)
+    base = f"{live_server.url}/admin/agent_sessions/sessionrecord/calls-e2e"
+    with tempfile.TemporaryDirectory(prefix="as-chromium-") as profile, sync_playwright() as p:
+        browser = p.chromium.launch_persistent_context(
+            profile,
+            executable_path=chromium_path,
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1280, "height": 900},
+        )
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(20_000)
+            page.goto(f"{live_server.url}/admin/login/?next=/admin/agent_sessions/sessionrecord/calls-e2e/change/")
+            page.fill("#id_username", staff[0])
+            page.fill("#id_password", staff[1])
+            page.click("input[type=submit]")
+            page.wait_for_url(f"{base}/change/")
+            page.locator("#msg-a4b a[data-model-input]").click()
+            page.wait_for_selector("[data-model-input-page]")
+            assert page.locator("[data-field='model']").inner_text() == "gpt-b"
+            assert page.locator("li[data-summary='true']").count() == 2
+            assert page.locator("li[data-sent]").count() == 3  # two summaries, then u3
+            page.screenshot(path=str(ARTIFACTS / "admin-model-input.png"), full_page=True)
+            page.locator("[data-sibling='a4'] a[data-compare]").click()
+            page.wait_for_selector("[data-compare-page]")
+            assert page.locator("section.as-diff").count() == 5
+            assert page.locator("section.as-diff ins").count() > 0
+            page.screenshot(path=str(ARTIFACTS / "admin-model-compare.png"), full_page=True)
+            page.goto(f"{base}/model-calls/")
+            assert page.locator("tr[data-call]").count() == 3
+            page.locator("a[data-preset='expensive']").click()
+            page.wait_for_selector("[data-totals]")
+            assert page.locator("tr[data-call]").count() == 1
+            page.screenshot(path=str(ARTIFACTS / "admin-model-calls.png"), full_page=True)
+        finally:
+            browser.close()

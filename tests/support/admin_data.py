@@ -263,3 +263,91 @@ def operator_session(session_id: str = "ops") -> dict:
         label=f"memory_{session_id}", content="User prefers the JR line. " * 200, updated_at=memory_written
     )
     return {"main_len": OPERATOR_MAIN, "leaf": f"m{OPERATOR_MAIN - 1}", "memory_written": memory_written}
+
+
+# ── Model-call records (SPEC §8) ─────────────────────────────────────────────────────────────────
+def recorded_session(session_id: str, marker: str = "") -> Session:
+    """:func:`branched_session` with recorded calls: ``a4`` and its regeneration ``a4b`` (siblings of
+    parent ``u3``, different models and temperatures) and a failed call. ``marker`` with a suffix naming where it
+    stands: ``-block`` (a context block, hence the frozen prompt), ``-sum`` (a summary), ``-tool`` (a
+    tool call), ``-msg`` (the replies), ``-input`` (the tools offered, only in the model inputs).
+    """
+    branched_session(session_id)
+    session = Session.create().for_session(session_id).with_context("memory", description="facts")
+    session = session.with_cached_prompt()
+    session.replace_context_block("memory", f"the user carries an umbrella {marker}-block")
+    session.freeze_system_prompt()
+    session.add_compaction(f"They discussed tomorrow {marker}-sum", "u2", "a2")
+    tools = [{"name": "get_weather", "description": f"Forecast {marker}-input", "parameters": {"type": "object"}}]
+    with session.model_call(model="gpt-a", params={"temperature": 0.2}, tools=tools, leaf_id="u3") as call:
+        reply = text("a4", "assistant", f"Umbrella, yes. {marker}-msg")
+        reply["parts"].append(
+            {
+                "type": "tool-get_weather",
+                "toolCallId": "call-9",
+                "state": "input-available",
+                "input": {"q": f"{marker}-tool"},
+            }
+        )
+        call.finish(reply, usage={"input_tokens": 800, "output_tokens": 40}, cost=0.002)
+    with session.model_call(model="gpt-b", params={"temperature": 0.9}, tools=tools, leaf_id="u3") as call:
+        call.finish(
+            text("a4b", "assistant", f"No umbrella needed. {marker}-msg"),
+            usage={"prompt_tokens": 810, "completion_tokens": 12},
+            cost=0.09,
+        )
+    try:
+        with session.model_call(model="gpt-a", params={}, leaf_id="a4"):
+            raise RuntimeError("upstream 503")
+    except RuntimeError:
+        pass
+    return session
+
+
+def big_call_history(session_id: str, calls: int = 5_000, *, main_len: int) -> None:
+    """``calls`` recorded calls of the :func:`big_session` (the assistant rows of its main path, round robin),
+    sharing a prompt, a tool list and one overlay by hash, as ``Session.model_call`` stores them."""
+    from agent_sessions.models import ModelCallContent, ModelCallRecord
+    from agent_sessions.session.model_calls import content_hash
+
+    system = "You are the big test bot. " * 40
+    tools = json.dumps([{"name": f"tool_{i}", "description": "d", "parameters": {}} for i in range(8)])
+    overlay = json.dumps(
+        {"id": "big-short", "summary": "Short tail summary.", "from_message_id": f"m{main_len - 30}",
+         "to_message_id": f"m{main_len - 20}"}
+    )  # fmt: skip
+    hashes = {
+        kind: content_hash(kind, value) for kind, value in (("system", system), ("tools", tools), ("overlay", overlay))
+    }
+    ModelCallContent.objects.bulk_create(
+        [
+            ModelCallContent(session_id=session_id, hash=hashes["system"], kind="system", content=system),
+            ModelCallContent(session_id=session_id, hash=hashes["tools"], kind="tools", content=tools),
+            ModelCallContent(session_id=session_id, hash=hashes["overlay"], kind="overlay", content=overlay),
+        ]
+    )
+    replies = list(range(1, main_len, 2))
+    start = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
+    rows = []
+    for k in range(calls):
+        i = replies[k % len(replies)]
+        rows.append(
+            ModelCallRecord(
+                call_id=f"call-{k}",
+                session_id=session_id,
+                message_id=f"m{i}",
+                leaf_id=f"m{i - 1}",
+                overlays=json.dumps([hashes["overlay"]]) if i > main_len - 20 else "[]",
+                system_hash=hashes["system"],
+                tools_hash=hashes["tools"],
+                model="gpt-big" if k % 3 else "gpt-small",
+                params='{"temperature": 0.5}',
+                usage=json.dumps({"input_tokens": 100 + k % 7, "output_tokens": 10}),
+                cost=0.001 * (k % 100),
+                latency_ms=100.0 * (k % 150),
+                status="error" if k % 50 == 0 else "ok",
+                error="timeout" if k % 50 == 0 else "",
+                started_at=start + timedelta(seconds=k),
+            )
+        )
+    ModelCallRecord.objects.bulk_create(rows, batch_size=1000)
