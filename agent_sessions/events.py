@@ -3,9 +3,10 @@
 :func:`emit` builds the payload (``id``, ``session_id``, ``type``, ``phase``, ``tokenEstimate``,
 ``tokenThreshold``, and ``compacted`` / ``error`` / ``message_ids`` when they apply) and, once the write's
 transaction commits, sends the :data:`~agent_sessions.signals.session_event` signal in this process and hands
-the payload to a background publisher.  The publisher (one thread per process) runs one Lua script per event
-on the Redis of ``AGENT_SESSIONS_REDIS_URL``: it makes the id strictly increasing per session across
-processes, appends the event to the session's backlog (a Redis stream, for ``Last-Event-ID`` catch-up) and
+the payload to a background publisher.  The publisher (one thread per process) runs one Lua script per batch of
+events on the Redis of ``AGENT_SESSIONS_REDIS_URL``: for each event it makes the id strictly increasing per
+session across processes, appends the event to the session's backlog (a Redis stream, for ``Last-Event-ID``
+catch-up) and
 publishes it on the session's channel.  A write never waits for Redis: the hand-over is a ``put_nowait`` on a
 bounded queue; a full queue or a broker that does not answer within ``AGENT_SESSIONS_ENQUEUE_TIMEOUT_SECONDS``
 drops events (logged), never the write.
@@ -20,13 +21,13 @@ from __future__ import annotations
 import json
 import logging
 import os
-import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from django.db import transaction
+from django.db import DEFAULT_DB_ALIAS, connections
 
 from . import conf
 from .signals import session_event
@@ -40,6 +41,9 @@ CHANNEL_PREFIX = "agent_sessions:events:"
 _BACKLOG_PREFIX = "agent_sessions:backlog:"
 _COUNTER_PREFIX = "agent_sessions:event-id:"
 
+LINGER_SECONDS = 0.005
+"""How long the publisher waits after an event for more to batch with it (fewer round trips, less CPU)."""
+
 TYPES = frozenset({"message", "compaction", "context", "prompt", "cleared", "deleted"})
 
 _dumps: Callable[[Any], bytes]
@@ -51,19 +55,24 @@ except ImportError:  # pragma: no cover - where orjson is not installed
         return json.dumps(value, separators=(",", ":")).encode()
 
 
-# KEYS: counter, backlog stream, channel.  ARGV: proposed id, the payload's JSON without its id, backlog, ttl.
-# Returns the id given.  Numbers stay below 2**53 (microseconds since 1970), so Lua's doubles hold them exactly.
+# One call publishes a batch.  ARGV: the key prefixes (counter, backlog, channel), backlog length, ttl, then
+# per event: session id, proposed id, the payload's JSON without its id.  Numbers stay below 2**53
+# (microseconds since 1970), so Lua's doubles hold them exactly.
 _PUBLISH = """
-local last = tonumber(redis.call('GET', KEYS[1]) or '0')
-local id = tonumber(ARGV[1])
-if id <= last then id = last + 1 end
-local text = string.format('%.0f', id)
-redis.call('SET', KEYS[1], text, 'EX', ARGV[4])
-local data = '{"id":' .. text .. ',' .. string.sub(ARGV[2], 2)
-redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], text .. '-0', 'd', data)
-redis.call('EXPIRE', KEYS[2], ARGV[4])
-redis.call('PUBLISH', KEYS[3], data)
-return text
+local counter, backlog, channel = ARGV[1], ARGV[2], ARGV[3]
+for i = 6, #ARGV, 3 do
+  local session = ARGV[i]
+  local last = tonumber(redis.call('GET', counter .. session) or '0')
+  local id = tonumber(ARGV[i + 1])
+  if id <= last then id = last + 1 end
+  local text = string.format('%.0f', id)
+  redis.call('SET', counter .. session, text, 'EX', ARGV[5])
+  local data = '{"id":' .. text .. ',' .. string.sub(ARGV[i + 2], 2)
+  redis.call('XADD', backlog .. session, 'MAXLEN', '~', ARGV[4], text .. '-0', 'd', data)
+  redis.call('EXPIRE', backlog .. session, ARGV[5])
+  redis.call('PUBLISH', channel .. session, data)
+end
+return 1
 """
 
 
@@ -138,28 +147,40 @@ def emit(
             logger.exception("agent_sessions: a session_event receiver failed")
 
     try:
-        transaction.on_commit(deliver, using=using)
-    except Exception:  # noqa: BLE001 - an unknown alias (a custom storage): deliver now
+        connection = connections[using or DEFAULT_DB_ALIAS]
+    except Exception:  # noqa: BLE001 - an alias this project does not have (a custom storage): deliver now
+        deliver()
+        return
+    if connection.in_atomic_block:
+        connection.on_commit(deliver)
+    else:  # autocommit: the write has committed already (what transaction.on_commit would do, for less)
         deliver()
 
 
 class _Publisher:
-    """One daemon thread per process and Redis URL that publishes queued events, bounded in time."""
+    """One daemon thread per process and Redis URL that publishes queued events, bounded in time.
+
+    The hand-over is a ``deque.append`` (atomic, no lock); the thread is woken only when it sleeps."""
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self.queue: queue.Queue[tuple[str, int, dict]] = queue.Queue(maxsize=conf.events_queue_size())
+        self.pending: deque[tuple[str, int, dict]] = deque()
+        self.limit = conf.events_queue_size()
         self.dropped = 0
+        self.busy = False
+        self._wake = threading.Event()
         self._warned_at = 0.0
         self._thread = threading.Thread(target=self._run, name="agent-sessions-events", daemon=True)
         self._thread.start()
 
     def put(self, session_id: str, event_id: int, body: dict) -> None:
-        try:
-            self.queue.put_nowait((session_id, event_id, body))
-        except queue.Full:
+        if len(self.pending) >= self.limit:
             self.dropped += 1
             self._warn("the event queue is full (is Redis down?); events are dropped")
+            return
+        self.pending.append((session_id, event_id, body))
+        if not self._wake.is_set():
+            self._wake.set()
 
     def _warn(self, text: str, *args: Any) -> None:
         now = time.monotonic()
@@ -177,47 +198,55 @@ class _Publisher:
         client = None
         script = None
         while True:
-            batch = [self.queue.get()]
-            while len(batch) < 256:
-                try:
-                    batch.append(self.queue.get_nowait())
-                except queue.Empty:
-                    break
+            self._wake.wait()
+            self.busy = True
+            time.sleep(LINGER_SECONDS)  # let a burst gather: one script call carries it
+            self._wake.clear()
+            batch: list[tuple[str, int, dict]] = []
+            while self.pending and len(batch) < 512:
+                batch.append(self.pending.popleft())
+            if self.pending:
+                self._wake.set()
             try:
-                if client is None:
-                    client = self._client()
-                    script = client.register_script(_PUBLISH)
-                assert script is not None
-                backlog, ttl = conf.events_backlog(), conf.events_ttl_seconds()
-                pipe = client.pipeline(transaction=False)
-                for session_id, event_id, body in batch:
-                    keys = [_COUNTER_PREFIX + session_id, stream_key(session_id), channel(session_id)]
-                    script(keys=keys, args=[event_id, _dumps(body), backlog, ttl], client=pipe)
-                pipe.execute()
+                if batch:
+                    if client is None:
+                        client = self._client()
+                        script = client.register_script(_PUBLISH)
+                    assert script is not None
+                    args: list[Any] = [_COUNTER_PREFIX, _BACKLOG_PREFIX, CHANNEL_PREFIX]
+                    args += [conf.events_backlog(), conf.events_ttl_seconds()]
+                    for session_id, event_id, body in batch:
+                        args += [session_id, event_id, _dumps(body)]
+                    script(keys=[], args=args)
             except Exception as exc:  # noqa: BLE001 - Redis down: drop these events, keep the thread
                 self.dropped += len(batch)
                 self._warn("could not publish %d session event(s): %s", len(batch), exc)
                 client = None
             finally:
-                for _ in batch:
-                    self.queue.task_done()
+                self.busy = False
 
     def idle(self) -> bool:
-        return self.queue.unfinished_tasks == 0
+        return not self.pending and not self.busy and not self._wake.is_set()
 
 
-_publishers: dict[tuple[int, str], _Publisher] = {}
+_publishers: dict[str, _Publisher] = {}
 _publishers_guard = threading.Lock()
 
 
+def _forget_publishers() -> None:
+    _publishers.clear()  # a forked child starts its own threads
+
+
+os.register_at_fork(after_in_child=_forget_publishers)
+
+
 def _publisher(url: str) -> _Publisher:
-    key = (os.getpid(), url)  # a forked child starts its own thread
-    found = _publishers.get(key)
+    found = _publishers.get(url)
     if found is None:
         with _publishers_guard:
-            found = _publishers.get(key)
+            found = _publishers.get(url)
             if found is None:
-                found = _publishers[key] = _Publisher(url)
+                found = _publishers[url] = _Publisher(url)
     return found
 
 
@@ -225,7 +254,7 @@ def flush(timeout: float = 5.0) -> bool:
     """Wait until this process's queued events are published (or dropped); False on timeout.  For tests."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if all(p.idle() for (pid, _), p in list(_publishers.items()) if pid == os.getpid()):
+        if all(p.idle() for p in list(_publishers.values())):
             return True
         time.sleep(0.005)
     return False

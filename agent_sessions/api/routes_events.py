@@ -17,8 +17,9 @@ import queue as sync_queue
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import SyncToAsync, sync_to_async
 from django.core.handlers.asgi import ASGIRequest
+from django.db import connections
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 
 from .. import conf, events
@@ -46,6 +47,29 @@ def _authorize(request: HttpRequest, session_id: str) -> None:
     owned_manager(request, session_id)
 
 
+def _authorize_and_release(request: HttpRequest, session_id: str) -> None:
+    """:func:`_authorize`, then close this thread's database connections: a stream that stays open for hours
+    must not hold one (the request's end, which would close them, is that far away)."""
+    try:
+        _authorize(request, session_id)
+    finally:
+        for connection in connections.all(initialized_only=True):
+            connection.close()
+
+
+def _release_request_thread() -> None:
+    """End the worker thread asgiref keeps for this request's sync calls (Django's ``request_started``
+    receivers, the authorization): an open stream would otherwise hold an idle thread per subscriber.
+    A later sync call of the request (``request_finished``) starts a short-lived one."""
+    context = SyncToAsync.thread_sensitive_context.get(None)
+    executors = getattr(SyncToAsync, "context_to_thread_executor", None)
+    if context is None or executors is None:
+        return
+    executor = executors.pop(context, None)
+    if executor is not None:
+        executor.shutdown(wait=False)
+
+
 def _last_event_id(request: HttpRequest) -> int | None:
     value = request.headers.get("Last-Event-ID") or request.GET.get("lastEventId")
     try:
@@ -65,9 +89,11 @@ async def session_events(request: HttpRequest, session_id: str) -> HttpResponse:
     if request.method != "GET":
         return JsonResponse(error_body(405, "method_not_allowed", "Use GET."), status=405)
     try:
-        await sync_to_async(_authorize, thread_sensitive=True)(request, session_id)
+        await sync_to_async(_authorize_and_release, thread_sensitive=True)(request, session_id)
     except ApiError as exc:
         return JsonResponse(error_body(exc.status, exc.code, exc.detail), status=exc.status)
+    if isinstance(request, ASGIRequest):
+        _release_request_thread()
     last = _last_event_id(request)
     body: Any = _astream(session_id, last) if isinstance(request, ASGIRequest) else _stream(session_id, last)
     return StreamingHttpResponse(body, content_type="text/event-stream", headers=HEADERS)
