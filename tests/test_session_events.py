@@ -9,11 +9,15 @@ from collections.abc import Iterator
 import pytest
 import redis
 from django.db import transaction
+from django.test import RequestFactory
 from django.test.utils import override_settings
 
 from agent_sessions import Session, create_compact_function, events
+from agent_sessions.chat import ChatView
+from agent_sessions.models import ApiKey
 from agent_sessions.signals import session_event
 from tests.conftest import msg
+from tests.support.api import make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -197,3 +201,29 @@ def test_a_dead_broker_never_fails_or_slows_a_write(session_id, received):
     assert elapsed < 2.0, elapsed  # the unreachable broker is the publisher thread's problem
     assert len(received) == 20  # the in-process signal still fires
     assert session.get_path_length() == 20
+
+
+def test_the_chat_stream_carries_session_events_as_transient_data_parts(session_id, received, django_user_model):
+    user = make_user(django_user_model, f"chat-{session_id[-8:]}")
+    _, token = ApiKey.issue(user, "chat")
+    view = ChatView.as_view(respond=lambda session, history: iter(["Hello", " there"]))
+    body = {"id": session_id, "trigger": "submit-message", "messages": [msg("u1", text="hi")]}
+    request = RequestFactory().post(
+        "/api/chat", data=json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}"
+    )
+    response = view(request)
+    chunks = [
+        json.loads(line[6:])
+        for line in b"".join(response.streaming_content).decode().splitlines()
+        if line.startswith("data: {")
+    ]
+    kinds = [c["type"] for c in chunks]
+    status = [c for c in chunks if c["type"] == "data-session-status"]
+    assert all(c["transient"] is True for c in status)
+    assert [c["data"]["message_ids"] for c in status] == [["u1"], [chunks[0]["messageId"]]]
+    # the user message's event comes before the reply's text; the reply's own just before finish
+    assert kinds.index("data-session-status") < kinds.index("text-delta")
+    assert kinds[-2:] == ["data-session-status", "finish"]
+    assert [e["id"] for e in received] == [c["data"]["id"] for c in status]
+    stored = Session.create().for_session(session_id).get_message(chunks[0]["messageId"])
+    assert "data-session-status" not in json.dumps(stored)
