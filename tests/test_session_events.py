@@ -227,3 +227,16 @@ def test_the_chat_stream_carries_session_events_as_transient_data_parts(session_
     assert [e["id"] for e in received] == [c["data"]["id"] for c in status]
     stored = Session.create().for_session(session_id).get_message(chunks[0]["messageId"])
     assert "data-session-status" not in json.dumps(stored)
+
+
+def test_the_chat_stream_has_status_parts_without_redis_or_receivers(session_id, django_user_model):
+    user = make_user(django_user_model, f"chat2-{session_id[-8:]}")
+    _, token = ApiKey.issue(user, "chat")
+    view = ChatView.as_view(respond=lambda session, history: iter(["ok"]))
+    body = {"id": session_id, "trigger": "submit-message", "messages": [msg("u1", text="hi")]}
+    request = RequestFactory().post(
+        "/api/chat", data=json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}"
+    )
+    text = b"".join(view(request).streaming_content).decode()
+    assert text.count('"type":"data-session-status"') == 2
+    assert not session_event.has_listeners()  # the tap is gone once the reply ends

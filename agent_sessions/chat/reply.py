@@ -18,7 +18,7 @@ from typing import Any
 
 from asgiref.sync import async_to_sync, sync_to_async
 
-from .. import events
+from .. import conf
 from ..api.errors import ApiError
 from ..session import ModelCall
 from .assemble import ReplyBuilder
@@ -125,7 +125,7 @@ class Reply:
 
     # ── session events on the stream ────────────────────────────────
     def _listen(self) -> None:
-        if events.listened():
+        if conf.session_events():  # the tap is a receiver itself: events flow with or without Redis
             self._tap = StatusTap(self.target.chat.chat_id)
 
     def _status(self) -> bytes:
