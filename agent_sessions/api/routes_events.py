@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import json
 import queue as sync_queue
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -31,6 +32,18 @@ from .event_hub import CLOSED, backlog_after, event_bytes, hub
 
 HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 RETRY_MS = 2000
+AUTHORIZING_AT_ONCE = 8
+"""Subscribers authorized at the same time per process: each takes a database connection for the check,
+so a thousand clients reconnecting together never exceed the database's connection limit."""
+_gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
+
+
+def _gate() -> asyncio.Semaphore:
+    loop = asyncio.get_running_loop()
+    gate = _gates.get(loop)
+    if gate is None:
+        gate = _gates[loop] = asyncio.Semaphore(AUTHORIZING_AT_ONCE)
+    return gate
 
 
 def _authorize(request: HttpRequest, session_id: str) -> None:
@@ -89,7 +102,8 @@ async def session_events(request: HttpRequest, session_id: str) -> HttpResponse:
     if request.method != "GET":
         return JsonResponse(error_body(405, "method_not_allowed", "Use GET."), status=405)
     try:
-        await sync_to_async(_authorize_and_release, thread_sensitive=True)(request, session_id)
+        async with _gate():
+            await sync_to_async(_authorize_and_release, thread_sensitive=True)(request, session_id)
     except ApiError as exc:
         return JsonResponse(error_body(exc.status, exc.code, exc.detail), status=exc.status)
     if isinstance(request, ASGIRequest):
