@@ -69,8 +69,9 @@ def chat_urls(*, respond: Callable[..., Any], **options: Any) -> list[URLPattern
     Serves the POST at the mount point (SPEC §9), ``GET <id>/stream`` (resume) and ``POST <id>/stop``
     (:mod:`.control`); ``options`` are :class:`ChatView`'s."""
     manager = options.get("manager")
+    # "api/chat" is mounted without a trailing slash (SPEC §10), so the id follows a "/" of its own.
     return [
         path("", ChatView.as_view(respond=respond, **options), name="agent_sessions_chat"),
-        re_path(r"^/?(?P<chat_id>[^/].*)/stream$", ChatControlView.as_view(action="stream", manager=manager)),
-        re_path(r"^/?(?P<chat_id>[^/].*)/stop$", ChatControlView.as_view(action="stop", manager=manager)),
+        re_path(r"^(?:/|)(?P<chat_id>[^/].*)/stream$", ChatControlView.as_view(action="stream", manager=manager)),
+        re_path(r"^(?:/|)(?P<chat_id>[^/].*)/stop$", ChatControlView.as_view(action="stop", manager=manager)),
     ]
