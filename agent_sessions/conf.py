@@ -106,6 +106,19 @@ DEFAULTS: dict[str, Any] = {
     "API_KEY_RATE_LIMIT": "600/min",
     # Requests one user may make, across all of their keys and their login session; None: no limit.
     "API_USER_RATE_LIMIT": "1200/min",
+    # ── live sessions (session events, SPEC §10) ──
+    # Emit session events (the session_event signal, and the Redis publish when Redis is configured).
+    "SESSION_EVENTS": True,
+    # Redis for session events (pub/sub + a per-session backlog); None: a redis:// CELERY_BROKER_URL, else none.
+    "REDIS_URL": None,
+    # Events kept per session for Last-Event-ID catch-up (a Redis stream, trimmed approximately).
+    "EVENTS_BACKLOG": 1000,
+    # A session's backlog and event counter expire this long after its last event, in seconds.
+    "EVENTS_TTL_SECONDS": 86400,
+    # Seconds between heartbeat comments on an idle /events stream.
+    "EVENTS_HEARTBEAT_SECONDS": 15.0,
+    # Events waiting for the publisher thread; past this, new ones are dropped (logged), never waited for.
+    "EVENTS_QUEUE_SIZE": 10000,
 }
 
 
@@ -352,3 +365,40 @@ def api_max_url_bytes() -> int:
 
 def api_key_touch_seconds() -> float:
     return float(get("API_KEY_TOUCH_SECONDS"))
+
+
+# ── live sessions ───────────────────────────────────────────────────────────
+
+
+def session_events() -> bool:
+    return bool(get("SESSION_EVENTS"))
+
+
+def redis_url() -> str | None:
+    """``AGENT_SESSIONS_REDIS_URL``, else a ``redis://`` / ``rediss://`` ``CELERY_BROKER_URL``, else None."""
+    value = get("REDIS_URL")
+    if value:
+        return str(value)
+    try:
+        return _read["(redis broker)"]  # kept like the settings above: read on every event
+    except KeyError:
+        broker = getattr(settings, "CELERY_BROKER_URL", None)
+        found = broker if isinstance(broker, str) and broker.startswith(("redis://", "rediss://")) else None
+        _read["(redis broker)"] = found
+        return found
+
+
+def events_backlog() -> int:
+    return max(1, int(get("EVENTS_BACKLOG")))
+
+
+def events_ttl_seconds() -> int:
+    return max(1, int(get("EVENTS_TTL_SECONDS")))
+
+
+def events_heartbeat_seconds() -> float:
+    return max(0.05, float(get("EVENTS_HEARTBEAT_SECONDS")))
+
+
+def events_queue_size() -> int:
+    return max(1, int(get("EVENTS_QUEUE_SIZE")))

@@ -11,6 +11,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from .api.errors import json_error
 from .api.main import api
+from .api.routes_events import session_events
 
 
 @csrf_exempt  # it changes nothing: a POST from a logged-in browser is a 404, not a CSRF 403
@@ -22,6 +23,8 @@ def not_found(request: HttpRequest, rest: str = "") -> HttpResponse:
 urlpatterns = [
     # The mount point itself first: ninja's root view (kept for reversing its paths) is not CSRF-exempt.
     path("", not_found),
+    # Server-Sent Events, a plain async view beside ninja's JSON routes (docs/live-sessions.md).
+    re_path(r"^sessions/(?P<session_id>.+)/events$", session_events, name="agent_sessions_events"),
     path("", api.urls),
     re_path(r"^(?P<rest>.*)$", not_found),
 ]

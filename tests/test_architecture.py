@@ -36,6 +36,8 @@ LAYERS: list[tuple[str, list[str]]] = [
             "registry",
             "credentials",
             "text",
+            "signals",
+            "events",
         ],
     ),
     (

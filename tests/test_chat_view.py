@@ -62,9 +62,10 @@ def session(chat_id: str):
 def test_first_post_creates_the_session_and_streams_the_envelope(token):
     got = chat(token, "c1", [user_msg("u1", "hello there")])
     kinds = [e if isinstance(e, str) else e["type"] for e in got]
+    # the session's events (SPEC §10) as transient data parts: the posted message's, then the reply's before finish
     assert kinds == [
-        "start", "start-step", "text-start", "text-delta", "text-delta", "text-delta",
-        "text-end", "finish-step", "finish", "[DONE]",
+        "start", "start-step", "data-session-status", "text-start", "text-delta", "text-delta", "text-delta",
+        "text-end", "finish-step", "data-session-status", "finish", "[DONE]",
     ]  # fmt: skip
     reply_id = got[0]["messageId"]
     assert "".join(e["delta"] for e in got if isinstance(e, dict) and e["type"] == "text-delta") == (

@@ -18,10 +18,12 @@ from typing import Any
 
 from asgiref.sync import async_to_sync, sync_to_async
 
+from .. import conf
 from ..api.errors import ApiError
 from ..session import ModelCall
 from .assemble import ReplyBuilder
 from .placement import Target, Turn, place
+from .status import StatusTap
 from .store import store_reply
 from .stream import DONE, Envelope, sse
 
@@ -60,6 +62,7 @@ class Reply:
         self._call: ModelCall | None = None
         self._error = ""
         self.stored = False
+        self._tap: StatusTap | None = None
 
     @property
     def turn(self) -> Turn:
@@ -113,10 +116,25 @@ class Reply:
         )
 
     def _finish(self) -> bytes:
-        """Close the envelope and store the complete reply; the closing chunks follow the store."""
-        closing = self._emit(self.envelope.close())
+        """Close the envelope and store the complete reply; the closing chunks follow the store, the session
+        events of the store (``data-session-status``) come just before ``finish``."""
+        chunks = self.envelope.close()  # ends with ``finish``
+        closing, last = self._emit(chunks[:-1]), self._emit(chunks[-1:])
         self._store()
-        return closing + DONE
+        return closing + self._status() + last + DONE
+
+    # ── session events on the stream ────────────────────────────────
+    def _listen(self) -> None:
+        if conf.session_events():  # the tap is a receiver itself: events flow with or without Redis
+            self._tap = StatusTap(self.target.chat.chat_id)
+
+    def _status(self) -> bytes:
+        return self._tap.drain() if self._tap is not None else b""
+
+    def _unlisten(self) -> None:
+        if self._tap is not None:
+            self._tap.close()
+            self._tap = None
 
     def _fail(self, exc: BaseException) -> bytes:
         """Store the partial reply, marked, then the ``error`` chunk."""
@@ -147,13 +165,17 @@ class Reply:
         """The SSE body as a sync iterator (an async ``respond`` is run to the end first)."""
         yield self._open()
         source: Any = None
+        self._listen()
         try:
             self._place()
+            status = self._status()
+            if status:
+                yield status
             source = self.respond(self.turn.session, self.turn.history)
             if inspect.isawaitable(source) or hasattr(source, "__aiter__"):
                 source = async_to_sync(_collect)(source)
             for item in source:
-                data = self._item(item)
+                data = self._item(item) + self._status()
                 if data:
                     yield data
             tail = self._finish()
@@ -164,6 +186,8 @@ class Reply:
         except Exception as exc:  # noqa: BLE001 - any failure of respond ends the stream with an error chunk
             yield self._fail(exc)
             return
+        finally:
+            self._unlisten()
         yield tail
 
     # ── ASGI ────────────────────────────────────────────────────────
@@ -171,17 +195,21 @@ class Reply:
         """The SSE body as an async iterator: each chunk is sent as ``respond`` yields it."""
         yield self._open()
         source: Any = None
+        self._listen()
         try:
             await sync_to_async(self._place)()
+            status = self._status()
+            if status:
+                yield status
             source = await self._start()
             if hasattr(source, "__aiter__"):
                 async for item in source:
-                    data = self._item(item)
+                    data = self._item(item) + self._status()
                     if data:
                         yield data
             else:
                 async for batch in _drained(iter(source)):
-                    data = b"".join([self._item(item) for item in batch])
+                    data = b"".join([self._item(item) for item in batch]) + self._status()
                     if data:
                         yield data
             tail = await sync_to_async(self._finish)()
@@ -192,6 +220,8 @@ class Reply:
         except Exception as exc:  # noqa: BLE001
             yield await sync_to_async(self._fail)(exc)
             return
+        finally:
+            self._unlisten()
         yield tail
 
     async def _start(self) -> Any:

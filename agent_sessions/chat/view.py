@@ -13,7 +13,7 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
-from django.urls import URLPattern, path
+from django.urls import URLPattern, path, re_path
 from django.utils.decorators import method_decorator
 from django.views import View
 from django.views.decorators.csrf import csrf_exempt
@@ -22,6 +22,7 @@ from ..api.config import get_manager
 from ..api.errors import ApiError, error_body
 from ..manager import SessionManager
 from .access import authenticate
+from .control import ChatControlView
 from .placement import check
 from .reply import Reply
 from .request import parse
@@ -65,5 +66,12 @@ class ChatView(View):
 def chat_urls(*, respond: Callable[..., Any], **options: Any) -> list[URLPattern]:
     """The URL patterns of one chat endpoint: ``path("api/chat", include(chat_urls(respond=...)))``.
 
-    Serves the POST at the mount point (SPEC §9); ``options`` are :class:`ChatView`'s."""
-    return [path("", ChatView.as_view(respond=respond, **options), name="agent_sessions_chat")]
+    Serves the POST at the mount point (SPEC §9), ``GET <id>/stream`` (resume) and ``POST <id>/stop``
+    (:mod:`.control`); ``options`` are :class:`ChatView`'s."""
+    manager = options.get("manager")
+    # "api/chat" is mounted without a trailing slash (SPEC §10), so the id follows a "/" of its own.
+    return [
+        path("", ChatView.as_view(respond=respond, **options), name="agent_sessions_chat"),
+        re_path(r"^(?:/|)(?P<chat_id>[^/].*)/stream$", ChatControlView.as_view(action="stream", manager=manager)),
+        re_path(r"^(?:/|)(?P<chat_id>[^/].*)/stop$", ChatControlView.as_view(action="stop", manager=manager)),
+    ]

@@ -30,12 +30,12 @@ from typing import Any, Protocol
 from asgiref.sync import sync_to_async
 from django.utils.module_loading import import_string
 
-from .. import conf, text
+from .. import conf, events, text
 from ..asyncutils import acall, call
 from ..compaction import CompactContext
 from ..exceptions import CompactionNotConfigured
 from ..storage.base import SessionBackend
-from ..tokens import estimate_string_tokens
+from ..tokens import estimate_message_tokens, estimate_string_tokens
 from ..types import COMPACTION_PREFIX, CompactResult, StoredCompaction, TokenCounterInput, is_finite_number
 from .context import SessionContext
 
@@ -263,19 +263,83 @@ class SessionCompaction:
         plan = self._compaction_plan(leaf_id)
         if plan is None:
             return None
-        return self._store_compaction(plan, call(fn, plan.history, self._compact_context()))
+        before = self._compaction_started(plan)
+        try:
+            result = self._store_compaction(plan, call(fn, plan.history, self._compact_context()))
+        except Exception as exc:
+            self._compaction_failed(exc)
+            raise
+        self._compaction_ended(plan, result, before)
+        return result
 
     async def _acompact_with(self, fn: Callable[..., Any], leaf_id: str | None) -> CompactResult | None:
         plan = await sync_to_async(self._compaction_plan, thread_sensitive=True)(leaf_id)
         if plan is None:
             return None
         context = self._compact_context()
-        fn_acall = getattr(fn, "acall", None)
-        if callable(fn_acall):
-            result = await fn_acall(plan.history, context)
-        else:
-            result = await acall(fn, plan.history, context)
-        return await sync_to_async(self._store_compaction, thread_sensitive=True)(plan, result)
+        before = await sync_to_async(self._compaction_started, thread_sensitive=True)(plan)
+        try:
+            fn_acall = getattr(fn, "acall", None)
+            if callable(fn_acall):
+                result = await fn_acall(plan.history, context)
+            else:
+                result = await acall(fn, plan.history, context)
+            stored = await sync_to_async(self._store_compaction, thread_sensitive=True)(plan, result)
+        except Exception as exc:
+            await sync_to_async(self._compaction_failed, thread_sensitive=True)(exc)
+            raise
+        await sync_to_async(self._compaction_ended, thread_sensitive=True)(plan, stored, before)
+        return stored
+
+    # ── session events (agent_sessions.events) ──────────────────────
+    @property
+    def threshold(self) -> int | None:
+        """The auto-compaction threshold (None when auto-compaction is not configured): ``tokenThreshold``."""
+        return self._auto_threshold
+
+    def event_estimate(self, leaf_id: str, path_tokens: int | None) -> int | None:
+        """``tokenEstimate`` of an append, read from nothing: the threshold check's estimate of this leaf when
+        it made one, else the insert's running total (``path_tokens``: raw, overlays not subtracted)."""
+        last = self._last
+        if last is not None and last.leaf_id == leaf_id:
+            return last.tokens
+        return None if path_tokens is None else int(path_tokens)
+
+    def emit(self, kind: str, **fields: Any) -> None:
+        """Send a session event for this session (``events.emit``), with the threshold filled in."""
+        events.emit(
+            self._backend.session_id, kind, using=self._backend.using, token_threshold=self._auto_threshold, **fields
+        )
+
+    def current_estimate(self) -> int | None:
+        """The latest leaf's estimate for an event that is not an append (ORM storage only: it reads keys, not
+        the history); None when nobody listens, on a custom storage, or when estimating fails."""
+        if not self._backend.orm or not events.listened():
+            return None
+        try:
+            return self.estimate_tokens(None)
+        except Exception:  # noqa: BLE001 - an event never fails the write it reports
+            logger.exception("agent_sessions: could not estimate tokens for a session event")
+            return None
+
+    def _compaction_started(self, plan: _Plan) -> int | None:
+        """Emit ``phase: "compacting"``; returns the tokens before (from the history already loaded)."""
+        if not events.listened():
+            return None
+        prompt = self._context.system_prompt_for_estimate()
+        before = estimate_message_tokens(plan.history) + estimate_string_tokens(prompt or "")
+        self.emit("compaction", phase="compacting", token_estimate=before)
+        return before
+
+    def _compaction_ended(self, plan: _Plan, result: CompactResult | None, before: int | None) -> None:
+        if not events.listened():
+            return
+        after = self.current_estimate() if result is not None else before
+        compacted = {"tokensBefore": before, "tokensAfter": after} if result is not None else None
+        self.emit("compaction", token_estimate=after, compacted=compacted)
+
+    def _compaction_failed(self, error: BaseException) -> None:
+        self.emit("compaction", token_estimate=None, error=f"{type(error).__name__}: {error}")
 
     def _require_compact_fn(self) -> Callable[..., Any]:
         if self._compact_fn is None:

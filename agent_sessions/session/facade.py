@@ -179,7 +179,13 @@ class Session:
         backend = self._backend
         outcome = backend.append_message_stats(cast(dict, message), parent_id, registry_stamp=registry_stamp)
         if outcome.inserted:
-            self._compaction.after_append(message["id"], path_tokens=outcome.path_tokens, parent_id=outcome.parent_id)
+            compaction = self._compaction
+            compaction.after_append(message["id"], path_tokens=outcome.path_tokens, parent_id=outcome.parent_id)
+            compaction.emit(
+                "message",
+                token_estimate=compaction.event_estimate(message["id"], outcome.path_tokens),
+                message_ids=[message["id"]],
+            )
         return outcome.inserted, registry_stamp is not None and backend.stamps_registry
 
     def update_message(self, message: UIMessage) -> Any:
@@ -188,12 +194,19 @@ class Session:
             return False  # NUL or a lone surrogate: no stored message has this id
         validate_message(message)
         self._compaction.forget_estimate()
-        return self._backend.update_message(cast(dict, message))
+        updated = self._backend.update_message(cast(dict, message))
+        if updated:
+            self._changed("message", message_ids=[message["id"]])
+        return updated
 
     def delete_messages(self, message_ids: list[str]) -> Any:
         """Delete messages by id; their children stay as roots of their subtrees."""
         self._compaction.forget_estimate()
-        return self._backend.delete_messages(list(message_ids))
+        ids = list(message_ids)
+        deleted = self._backend.delete_messages(ids)
+        if deleted:
+            self._changed("deleted", message_ids=ids)
+        return deleted
 
     def clear_messages(self) -> None:
         """Delete every message and overlay, forget loaded skills, refresh a stored prompt."""
@@ -201,6 +214,7 @@ class Session:
         self._model_calls.clear()
         self._compaction.forget_estimate()
         self._context.after_clear()
+        self._changed("cleared")
 
     def get_history(self, leaf_id: str | None = None) -> list[UIMessage]:
         """Root→leaf path (latest leaf by default) with compaction overlays applied; ``[]`` if unknown."""
@@ -318,17 +332,23 @@ class Session:
 
     def replace_context_block(self, label: str, content: str) -> ContextBlock:
         """Replace a writable block's content; ContextReadOnly / ContextTooLarge leave it unchanged."""
-        return self._context.replace_context_block(label, content)
+        block = self._context.replace_context_block(label, content)
+        self._changed("context")
+        return block
 
     def append_context_block(self, label: str, content: str) -> ContextBlock:
         """Append to a writable block (a ``"\\n"`` is inserted unless it is empty or ``content`` starts with one)."""
-        return self._context.append_context_block(label, content)
+        block = self._context.append_context_block(label, content)
+        self._changed("context")
+        return block
 
     def set_context_entry(
         self, label: str, content: str, *, title: str | None = None, description: str | None = None
     ) -> str:
         """Write a keyed entry to a skill/search block (key from ``title`` or the content); returns the key."""
-        return self._context.set_context_entry(label, content, title=title, description=description)
+        key = self._context.set_context_entry(label, content, title=title, description=description)
+        self._changed("context")
+        return key
 
     def search_context(self, label: str, query: str) -> Any:
         """Run a search block's ``search(query)`` and return the provider's results."""
@@ -354,7 +374,9 @@ class Session:
 
     def refresh_system_prompt(self) -> str:
         """Re-read every provider, re-render and persist the prompt."""
-        return self._context.refresh_system_prompt()
+        prompt = self._context.refresh_system_prompt()
+        self._changed("prompt")
+        return prompt
 
     def system_prompt_for_estimate(self) -> str | None:
         """The frozen prompt if one is stored, else a render that is not persisted (estimates never freeze)."""
@@ -375,6 +397,11 @@ class Session:
     def tools(self) -> dict[str, Tool]:
         """The AI tools this session offers, by name."""
         return self._context.tools()
+
+    def _changed(self, kind: str, *, message_ids: list[str] | None = None) -> None:
+        """A session event for a change other than an append (the estimate is read only when someone listens)."""
+        compaction = self._compaction
+        compaction.emit(kind, token_estimate=compaction.current_estimate(), message_ids=message_ids)
 
     # ── overlays and compaction (SessionCompaction) ─────────────────
     def add_compaction(self, summary: str, from_message_id: str, to_message_id: str) -> StoredCompaction:
