@@ -11,14 +11,24 @@ from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied
 from django.db import models, router
-from django.db.models import F, OuterRef, QuerySet, Subquery
+from django.db.models import F, OuterRef, Q, QuerySet, Subquery
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
 from ..exceptions import AgentSessionsError
-from ..models import Compaction, CompactionJob, Message, ModelCallRecord, SessionRecord
+from ..models import (
+    PROMPT_KEY,
+    Compaction,
+    CompactionJob,
+    ContextBlockRecord,
+    Message,
+    ModelCallContent,
+    ModelCallRecord,
+    SearchEntry,
+    SessionRecord,
+)
 from . import export, hooks
 from .compare import compare_inputs
 from .long_text import long_text
@@ -123,11 +133,23 @@ class SessionRecordAdmin(BoundedSearchAdmin):
         )
 
     def get_deleted_objects(self, objs: Any, request: HttpRequest) -> tuple:
-        """The confirmation page also counts the rows the database deletes with the sessions (triggers)."""
+        """The confirmation page also counts every row the database deletes with the sessions (its
+        triggers): one ``COUNT`` per table, no row loaded."""
         deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
-        ids = objs.values("pk") if isinstance(objs, QuerySet) else [o.pk for o in objs]
-        for model in (Message, Compaction, CompactionJob):
-            n = model.objects.filter(session_id__in=ids).count()
+        ids = list(objs.values_list("pk", flat=True)) if isinstance(objs, QuerySet) else [o.pk for o in objs]
+        owned = {"session_id__in": [i for i in ids if i]}  # the triggers leave the default namespace '' alone
+        prompts = [f"{PROMPT_KEY}_{i}" for i in ids if i]
+        querysets: list[tuple[type[models.Model], QuerySet]] = [
+            (Message, Message.objects.filter(**owned)),
+            (Compaction, Compaction.objects.filter(**owned)),
+            (CompactionJob, CompactionJob.objects.filter(**owned)),
+            (ContextBlockRecord, ContextBlockRecord.objects.filter(Q(**owned) | Q(session_id=None, label__in=prompts))),
+            (SearchEntry, SearchEntry.objects.filter(**owned)),
+            (ModelCallRecord, ModelCallRecord.objects.filter(**owned)),
+            (ModelCallContent, ModelCallContent.objects.filter(**owned)),
+        ]
+        for model, rows in querysets:
+            n = rows.count()
             if n:
                 counts[model._meta.verbose_name_plural] = n
         return deleted, counts, perms_needed, protected
