@@ -9,11 +9,13 @@ from typing import Any
 from urllib.parse import quote
 
 from django.http import HttpRequest, HttpResponse
+from ninja import Query
 from ninja.renderers import JSONRenderer
 
 from .. import conf
 from .errors import ApiError
 from .middleware import api_prefix
+from .schemas import MAX_INT
 
 
 def etag(*parts: Any) -> str:
@@ -53,6 +55,11 @@ def url(*segments: str) -> str:
 
 def set_location(response: HttpResponse, *segments: str) -> None:
     response["Location"] = url(*segments)
+
+
+PAGE_LIMIT = Query(None, ge=1, le=MAX_INT, description="Page size (default and cap: AGENT_SESSIONS_API_MAX_PAGE_SIZE).")
+PAGE_OFFSET = Query(0, ge=0, le=MAX_INT)
+"""The ``limit`` and ``offset`` query parameters of the API's paginated lists (see :func:`page_size`)."""
 
 
 def page_size(limit: int | None) -> int:

@@ -13,7 +13,7 @@ from ..storage.orm import OMITTED
 from ..ui_message import UIMessage
 from .access import message_exists, owned_manager, require_message, writable_manager
 from .errors import ApiError, not_found
-from .http import check_if_match, message_etag, page, page_size, set_location, stored_messages
+from .http import PAGE_LIMIT, PAGE_OFFSET, check_if_match, message_etag, page, page_size, set_location, stored_messages
 from .schemas import (
     ERROR_STATUSES,
     MAX_INT,
@@ -93,8 +93,6 @@ def _message_location(response: HttpResponse, session_id: str, message_id: str) 
     set_location(response, "sessions", session_id, "messages", message_id)
 
 
-_LIMIT = Query(None, ge=1, le=MAX_INT, description="Page size (default and cap: AGENT_SESSIONS_API_MAX_PAGE_SIZE).")
-_OFFSET = Query(0, ge=0, le=MAX_INT)
 _WHOLE_LIMIT = Query(None, ge=1, le=MAX_INT, description="Page size (default: all of them).")
 
 
@@ -120,7 +118,7 @@ def append_message(request: HttpRequest, response: HttpResponse, session_id: str
     response={200: MessagePage, ERROR_STATUSES: ErrorOut},
     summary="List messages",
 )
-def list_messages(request: HttpRequest, session_id: str, limit: int | None = _LIMIT, offset: int = _OFFSET):
+def list_messages(request: HttpRequest, session_id: str, limit: int | None = PAGE_LIMIT, offset: int = PAGE_OFFSET):
     """Every stored message of every branch, in insertion order (no compaction applied); ``count`` is the total."""
     manager = owned_manager(request, session_id)
     stored = Message.objects.using(manager.using).filter(session_id=session_id)
@@ -273,7 +271,7 @@ def get_history(
     session_id: str,
     leaf_id: str | None = Query(None, pattern=NO_NUL_PATTERN),
     limit: int | None = _WHOLE_LIMIT,
-    offset: int = _OFFSET,
+    offset: int = PAGE_OFFSET,
 ):
     """Root→leaf path of ``leaf_id`` (default: the latest leaf) with compaction summaries applied: all of it, or
     the page ``limit``/``offset`` counts from the root (``count`` is the whole path's length)."""
@@ -318,7 +316,7 @@ def get_branches(
     session_id: str,
     message_id: str = Query(..., pattern=NO_NUL_PATTERN),
     limit: int | None = _WHOLE_LIMIT,
-    offset: int = _OFFSET,
+    offset: int = PAGE_OFFSET,
 ):
     """Children of ``message_id``, oldest first (all, or the page ``limit``/``offset``; ``count`` is the total)."""
     manager = owned_manager(request, session_id)

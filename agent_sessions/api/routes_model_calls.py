@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 from django.http import HttpRequest
-from ninja import Query, Router
+from ninja import Router
 
 from ..models import ModelCallRecord
 from .access import owned_manager
 from .errors import not_found
-from .http import page_size
-from .schemas import ERROR_STATUSES, MAX_INT, ErrorOut, ModelCallPage, ModelInputOut
+from .http import PAGE_LIMIT, PAGE_OFFSET, page_size
+from .schemas import ERROR_STATUSES, ErrorOut, ModelCallPage, ModelInputOut
 
 router = Router(tags=["model calls"])
-
-_LIMIT = Query(None, ge=1, le=MAX_INT, description="Page size (default and cap: AGENT_SESSIONS_API_MAX_PAGE_SIZE).")
-_OFFSET = Query(0, ge=0, le=MAX_INT)
 
 
 @router.get(
@@ -22,7 +19,7 @@ _OFFSET = Query(0, ge=0, le=MAX_INT)
     response={200: ModelCallPage, ERROR_STATUSES: ErrorOut},
     summary="List model calls",
 )
-def list_model_calls(request: HttpRequest, session_id: str, limit: int | None = _LIMIT, offset: int = _OFFSET):
+def list_model_calls(request: HttpRequest, session_id: str, limit: int | None = PAGE_LIMIT, offset: int = PAGE_OFFSET):
     """The session's recorded model calls, newest first (model, parameters, usage, cost, latency, status)."""
     manager = owned_manager(request, session_id)
     session = manager.get_session(session_id)

@@ -12,10 +12,9 @@ from ..models import SessionRecord
 from .access import owned_manager, owned_record, require_message, set_owner, visible_sessions
 from .config import get_manager
 from .errors import ApiError
-from .http import check_if_match, page_size, session_etag, set_location
+from .http import PAGE_LIMIT, PAGE_OFFSET, check_if_match, page_size, session_etag, set_location
 from .schemas import (
     ERROR_STATUSES,
-    MAX_INT,
     PRECONDITION_STATUSES,
     ErrorOut,
     ForkIn,
@@ -85,10 +84,6 @@ def _current(request: HttpRequest, response: HttpResponse, session_id: str, mana
     return row
 
 
-_LIMIT = Query(None, ge=1, le=MAX_INT, description="Page size (default and cap: AGENT_SESSIONS_API_MAX_PAGE_SIZE).")
-_OFFSET = Query(0, ge=0, le=MAX_INT)
-
-
 @router.post("/sessions", response={201: SessionOut, ERROR_STATUSES: ErrorOut}, summary="Create a session")
 def create_session(request: HttpRequest, response: HttpResponse, payload: SessionCreate):
     """A new session owned by the caller (``parent_session_id`` must be one of the caller's sessions).
@@ -110,7 +105,7 @@ def create_session(request: HttpRequest, response: HttpResponse, payload: Sessio
 
 @router.get("/sessions", response={200: SessionPage, ERROR_STATUSES: ErrorOut}, summary="List sessions")
 def list_sessions(
-    request: HttpRequest, filters: Query[SessionFilters], limit: int | None = _LIMIT, offset: int = _OFFSET
+    request: HttpRequest, filters: Query[SessionFilters], limit: int | None = PAGE_LIMIT, offset: int = PAGE_OFFSET
 ):
     """The caller's sessions, most recently updated first; ``count`` is the total matching the filters."""
     return _page(_filtered(visible_sessions(request), filters), limit, offset)
@@ -153,7 +148,7 @@ def delete_session(request: HttpRequest, session_id: str):
     response={200: SessionPage, ERROR_STATUSES: ErrorOut},
     summary="Child sessions",
 )
-def list_children(request: HttpRequest, session_id: str, limit: int | None = _LIMIT, offset: int = _OFFSET):
+def list_children(request: HttpRequest, session_id: str, limit: int | None = PAGE_LIMIT, offset: int = PAGE_OFFSET):
     """The caller's sessions whose ``parent_session_id`` is this one (forks and continuations)."""
     owned_record(request, session_id)
     return _page(visible_sessions(request).filter(parent_session_id=session_id), limit, offset)
