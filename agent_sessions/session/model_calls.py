@@ -236,15 +236,18 @@ class SessionModelCalls:
         if row is None:
             return None
         overlay_hashes = hash_list(row["overlays"])
-        contents = self._store.contents([row["system_hash"], row["tools_hash"], row["sent_hash"], *overlay_hashes])
-        kinds = self._store.kinds
-        overlays = [o for o in (overlay_from_json(contents.get(h, "")) for h in overlay_hashes) if o is not None]
+        found = self._store.contents([row["system_hash"], row["tools_hash"], row["sent_hash"], *overlay_hashes])
+
+        def content(key: str | None) -> str | None:
+            return found[key][1] if key in found else None
+
+        overlays = [o for o in (overlay_from_json(content(h) or "") for h in overlay_hashes) if o is not None]
         path = self._backend.get_raw_path(row["leaf_id"]) if row["leaf_id"] else []
-        tools = json_or(contents.get(row["tools_hash"] or ""), [])
-        sent = json_or(contents.get(row["sent_hash"] or ""), []) if row["sent_hash"] else []
-        system = contents.get(row["system_hash"] or "") if row["system_hash"] else None
+        tools = json_or(content(row["tools_hash"]), [])
+        sent = json_or(content(row["sent_hash"]), [])
+        system = content(row["system_hash"])
         head: list = []
-        if system is not None and kinds.get(row["system_hash"]) == HEAD:
+        if system is not None and found[row["system_hash"]][0] == HEAD:
             head, system = json_or(system, []), None
         return {
             **_public(row),

@@ -42,9 +42,9 @@ INSERT_CONTENT = (
     "INSERT INTO agent_sessions_model_call_content (session_id, hash, kind, content, created_at) "
     "VALUES (%s, %s, %s, %s, CURRENT_TIMESTAMP) ON CONFLICT (session_id, hash) DO NOTHING"
 )
-LINK = "UPDATE agent_sessions_model_calls SET message_id = %s WHERE session_id = %s AND id = %s"
 """Written out: the ORM's model instances and query compilation cost about as much as the append the
 record goes with (bench/model_calls.py)."""
+LINK = "UPDATE agent_sessions_model_calls SET message_id = %s WHERE session_id = %s AND id = %s"
 
 
 class ModelCallStore:
@@ -54,8 +54,6 @@ class ModelCallStore:
         self.session_id = session_id
         self.using = using
         self._known: set[str] = set()
-        self.kinds: dict[str, str] = {}
-        """The kind of each content row :meth:`contents` read."""
 
     def rekey(self, session_id: str) -> None:
         """Point the store at another session (``Session.for_session``)."""
@@ -107,20 +105,13 @@ class ModelCallStore:
         rows = self._calls().order_by("-started_at", "-seq").values(*FIELDS)
         return list(rows[offset : None if limit is None else offset + limit])
 
-    def count(self) -> int:
-        """How many calls the session has recorded."""
-        return self._calls().count()
-
-    def contents(self, hashes: Iterable[str | None]) -> dict[str, str]:
-        """``{hash: content}`` for the hashes this session holds (unknown ones are left out)."""
+    def contents(self, hashes: Iterable[str | None]) -> dict[str, tuple[str, str]]:
+        """``{hash: (kind, content)}`` for the hashes this session holds (unknown ones are left out)."""
         wanted = {h for h in hashes if h}
         if not wanted:
             return {}
         rows = ModelCallContent.objects.using(self.using).filter(session_id=self.session_id, hash__in=wanted)
-        found = {}
-        for key, kind, content in rows.values_list("hash", "kind", "content"):
-            found[key] = content
-            self.kinds[key] = kind
+        found = {key: (kind, content) for key, kind, content in rows.values_list("hash", "kind", "content")}
         self._known.update(found)
         return found
 
