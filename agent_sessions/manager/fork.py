@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import uuid
 
 from ..models import Compaction, Message, ModelCallContent, ModelCallRecord
-from ..session.model_calls import OVERLAY, content_hash, hash_list, overlay_from_json, overlay_json
+from ..session.model_calls import OVERLAY, content_hash, hash_list, overlay_from_json, overlay_json, to_json
 from ..storage import decode
 from ..storage.orm import DjangoSessionProvider
 from ..tokens import estimate_one_message_tokens
@@ -154,7 +153,7 @@ def _copy_model_calls(
                 session_id=target_session_id,
                 message_id=mapping[call.message_id],
                 leaf_id=None if call.leaf_id is None else mapping[call.leaf_id],
-                overlays=json.dumps(overlays),
+                overlays=to_json(overlays),
                 system_hash=carry(call.system_hash),
                 tools_hash=carry(call.tools_hash),
                 sent_hash=carry(call.sent_hash),
