@@ -24,6 +24,7 @@ from langchain_core.messages import BaseMessage  # noqa: E402
 from langchain_core.outputs import ChatGeneration, LLMResult  # noqa: E402
 
 from ..session.model_calls import ModelCall  # noqa: E402
+from ._calls import ReplyLinks  # noqa: E402
 from ._parts import find_data  # noqa: E402
 from .langchain import MESSAGE_KIND, DjangoChatMessageHistory, from_langchain, to_langchain  # noqa: E402
 
@@ -44,9 +45,8 @@ class ModelCallRecorder(BaseCallbackHandler):
         self.history = history
         self.model = model
         self._calls: dict[UUID, ModelCall] = {}
-        self._pending: dict[str, str] = {}  # the reply's LangChain id → the record's id
         self._lock = Lock()
-        history.store.listeners.append(self._stored)
+        self._links = ReplyLinks(history.store, _langchain_id)
 
     def on_chat_model_start(
         self,
@@ -81,8 +81,7 @@ class ModelCallRecorder(BaseCallbackHandler):
         usage = getattr(reply, "usage_metadata", None) if reply is not None else None
         call.observed(usage=dict(usage) if usage else None)
         if reply is not None and isinstance(reply.id, str) and reply.id:
-            with self._lock:
-                self._pending[reply.id] = call.id
+            self._links.expect([reply.id], call.id)
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         """Record the call as failed (``status="error"``)."""
@@ -94,15 +93,12 @@ class ModelCallRecorder(BaseCallbackHandler):
         with self._lock:
             return self._calls.pop(run_id, None)
 
-    def _stored(self, messages: list[dict]) -> None:
-        """The history stored ``messages``: link the records whose replies are among them."""
-        for message in messages:
-            found, data = find_data(message, MESSAGE_KIND)
-            key = (data.get("data") or {}).get("id") if found and isinstance(data, dict) else None
-            with self._lock:
-                call_id = self._pending.pop(key, None) if isinstance(key, str) else None
-            if call_id is not None:
-                self.history.store.session.link_model_call(call_id, message["id"])
+
+def _langchain_id(message: dict) -> str | None:
+    """The LangChain id of the message a stored row holds (what a reply is linked by)."""
+    found, data = find_data(message, MESSAGE_KIND)
+    key = (data.get("data") or {}).get("id") if found and isinstance(data, dict) else None
+    return key if isinstance(key, str) and key else None
 
 
 def _reply(response: LLMResult) -> BaseMessage | None:

@@ -26,6 +26,7 @@ from agents import Agent, RunContextWrapper, RunHooks  # noqa: E402
 from agents.items import ModelResponse  # noqa: E402
 
 from ..session.model_calls import ModelCall  # noqa: E402
+from ._calls import ReplyLinks  # noqa: E402
 from ._parts import find_data  # noqa: E402
 from .openai_agents import ITEM_KIND, AgentsSession, _plain, item_to_message, message_to_items  # noqa: E402
 
@@ -47,9 +48,8 @@ class ModelCallHooks(RunHooks):
     def __init__(self, session: AgentsSession) -> None:
         self.agents_session = session
         self._calls: dict[int, ModelCall] = {}
-        self._pending: dict[str, str] = {}  # an output item's id → the record's id
         self._lock = Lock()
-        session.store.listeners.append(self._stored)
+        self._links = ReplyLinks(session.store, _item_id)
 
     async def on_llm_start(
         self, context: RunContextWrapper[Any], agent: Agent[Any], system_prompt: str | None, input_items: list[Any]
@@ -80,22 +80,14 @@ class ModelCallHooks(RunHooks):
         usage = dataclasses.asdict(response.usage) if dataclasses.is_dataclass(response.usage) else None
         await sync_to_async(call.observed, thread_sensitive=True)(usage=usage)
         keys = [_plain(item).get("id") for item in response.output]
-        with self._lock:
-            for key in keys:
-                if isinstance(key, str) and key:
-                    self._pending[key] = call.id
+        self._links.expect([k for k in keys if isinstance(k, str) and k], call.id)
 
-    def _stored(self, messages: list[dict]) -> None:
-        """The session stored ``messages``: link each record to the first stored message of its reply."""
-        linked: set[str] = set()
-        for message in messages:
-            found, item = find_data(message, ITEM_KIND)
-            key = item.get("id") if found and isinstance(item, dict) else None
-            with self._lock:
-                call_id = self._pending.pop(key, None) if isinstance(key, str) else None
-            if call_id is not None and call_id not in linked:
-                linked.add(call_id)
-                self.agents_session.store.session.link_model_call(call_id, message["id"])
+
+def _item_id(message: dict) -> str | None:
+    """The id of the SDK item a stored row holds (a reply is linked by its output items' ids)."""
+    found, item = find_data(message, ITEM_KIND)
+    key = item.get("id") if found and isinstance(item, dict) else None
+    return key if isinstance(key, str) and key else None
 
 
 def _model_name(agent: Agent[Any]) -> str:

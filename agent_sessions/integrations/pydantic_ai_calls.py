@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from threading import Lock
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -31,6 +30,7 @@ from pydantic_ai.models.wrapper import WrapperModel  # noqa: E402
 from pydantic_ai.settings import ModelSettings  # noqa: E402
 
 from ..session.model_calls import ModelCall  # noqa: E402
+from ._calls import ReplyLinks  # noqa: E402
 from ._parts import find_data  # noqa: E402
 from .pydantic_ai import MESSAGE_KIND, ModelMessageHistory, from_model_messages, to_model_messages  # noqa: E402
 
@@ -56,9 +56,7 @@ class RecordedModel(WrapperModel):
     def __init__(self, wrapped: Model | str, history: ModelMessageHistory) -> None:
         super().__init__(wrapped)
         self.history = history
-        self._pending: dict[tuple[Any, str], str] = {}  # a response's key → the record's id
-        self._lock = Lock()
-        history.store.listeners.append(self._stored)
+        self._links = ReplyLinks(history.store, _stored_key)
 
     async def request(
         self,
@@ -104,16 +102,12 @@ class RecordedModel(WrapperModel):
         usage = response.usage
         record = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens} if usage else None
         await sync_to_async(call.observed, thread_sensitive=True)(usage=record)
-        with self._lock:
-            self._pending[_key(_dump(response))] = call.id
+        self._links.expect([_key(_dump(response))], call.id)
 
-    def _stored(self, messages: list[dict]) -> None:
-        """The history stored ``messages``: link the records whose responses are among them."""
-        for message in messages:
-            found, raw = find_data(message, MESSAGE_KIND)
-            if not found or not isinstance(raw, dict) or raw.get("kind") != "response":
-                continue
-            with self._lock:
-                call_id = self._pending.pop(_key(raw), None)
-            if call_id is not None:
-                self.history.store.session.link_model_call(call_id, message["id"])
+
+def _stored_key(message: dict) -> tuple[Any, str] | None:
+    """The :func:`_key` of the response a stored row holds (None for a request or a foreign row)."""
+    found, raw = find_data(message, MESSAGE_KIND)
+    if not found or not isinstance(raw, dict) or raw.get("kind") != "response":
+        return None
+    return _key(raw)
