@@ -8,7 +8,6 @@ key) is what the server reads, and vice versa.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,8 @@ from django.conf import settings
 from django.db import connection
 
 from agent_sessions.models import ApiKey, Message
+from scripts.load import free_port
+from tests.support.chat_server import serving
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -28,18 +29,12 @@ GUNICORN = Path(sys.executable).parent / "gunicorn"
 BIG_WORDS = 6000  # ~7,800 estimated tokens per message: past the default 20,000-token tail budget in a few turns
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 def server():
     """``http://127.0.0.1:<port>`` of a gunicorn serving the project on the live test database."""
     if not GUNICORN.exists():
         pytest.fail(f"gunicorn is not installed in the venv ({GUNICORN}); see requirements.txt")
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "tests.settings",
@@ -66,28 +61,8 @@ def server():
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"gunicorn exited early:\n{process.stdout.read().decode(errors='replace')}")
-            try:
-                if httpx.get(f"{base}/api/openapi.json", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("gunicorn did not answer within 60 s")
-            time.sleep(0.2)
+    with serving(process, f"http://127.0.0.1:{port}", "gunicorn") as base:
         yield base
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def text(mid: str, role: str, body: str) -> dict:

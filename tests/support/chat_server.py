@@ -9,7 +9,6 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+from scripts.load import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 JS_PROJECT = ROOT / "tests" / "js" / "chat"
@@ -53,12 +54,6 @@ def node_project() -> Path:
     return JS_PROJECT
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @contextmanager
 def asgi_server(database: str, db_name: str, *, settings: str = "tests.support.chat_server_settings") -> Iterator[str]:
     """``http://127.0.0.1:<port>`` of the compose stack's ASGI server (gunicorn with uvicorn's worker class)
@@ -74,19 +69,26 @@ def asgi_server(database: str, db_name: str, *, settings: str = "tests.support.c
     command = [str(gunicorn), "project.asgi:application", "--worker-class", "uvicorn_worker.UvicornWorker"]
     command += ["--workers", "1", "--bind", f"127.0.0.1:{port}", "--log-level", "warning"]
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
+    with serving(process, f"http://127.0.0.1:{port}", "the ASGI server") as base:
+        yield base
+
+
+@contextmanager
+def serving(process: subprocess.Popen, base: str, what: str) -> Iterator[str]:
+    """``base`` once the server ``process`` (its output piped) answers ``/api/openapi.json`` with a 200
+    (within 60 s); the process is stopped when the block ends."""
     try:
         deadline = time.monotonic() + 60
         while True:
             if process.poll() is not None:
-                raise RuntimeError(f"the ASGI server exited early:\n{process.stdout.read().decode(errors='replace')}")
+                raise RuntimeError(f"{what} exited early:\n{process.stdout.read().decode(errors='replace')}")
             try:
-                httpx.get(f"{base}/api/openapi.json", timeout=2)
-                break
+                if httpx.get(f"{base}/api/openapi.json", timeout=2).status_code == 200:
+                    break
             except httpx.TransportError:
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError("the ASGI server did not answer within 60 s")
+                raise RuntimeError(f"{what} did not answer within 60 s")
             time.sleep(0.2)
         yield base
     finally:
