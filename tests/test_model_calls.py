@@ -12,6 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from agent_sessions import Session, SessionManager
+from agent_sessions.exceptions import InvalidUsage
 from agent_sessions.models import ModelCallContent, ModelCallRecord
 from agent_sessions.types import COMPACTION_PREFIX
 from tests.conftest import msg
@@ -132,6 +133,14 @@ def test_bad_arguments_are_refused_before_the_model_runs(chat, bad):
     with pytest.raises(ValueError, match="model must be|params must be|Out of range float"):
         chat.model_call(**bad)
     assert chat.model_calls() == []
+
+
+@pytest.mark.parametrize("cost", [float("inf"), float("-inf"), float("nan"), -0.01, "0.5", True])
+def test_a_cost_that_is_not_a_finite_amount_is_refused_and_nothing_is_appended(chat, cost):
+    with pytest.raises(InvalidUsage, match="cost must be a finite number"), chat.model_call(model="m") as call:
+        call.finish(reply("a2"), cost=cost)
+    assert ids(chat.get_history()) == ["u1", "a1", "u2"]
+    assert [c["status"] for c in chat.model_calls()] == ["error"]
 
 
 def test_a_message_no_call_produced_has_no_input(chat):

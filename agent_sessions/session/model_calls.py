@@ -13,6 +13,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import math
 import time
 import uuid
 from collections.abc import Callable, Generator, Iterator
@@ -25,6 +26,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from .. import text
+from ..exceptions import InvalidUsage
 from ..overlays import apply_overlays
 from ..storage.model_calls import ModelCallStore
 from ..tools import Tool
@@ -409,8 +411,10 @@ class ModelCall:
             raise RuntimeError("finish() was already called for this model call")
 
     def _measure(self, usage: Any, cost: float | None) -> None:
-        if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float)) or cost != cost):
-            raise ValueError("cost must be a number or None")
+        if cost is not None and (
+            isinstance(cost, bool) or not isinstance(cost, (int, float)) or not math.isfinite(cost) or cost < 0
+        ):
+            raise InvalidUsage(f"cost must be a finite number ≥ 0 or None, not {cost!r}")
         self.usage = usage
         self.cost = None if cost is None else float(cost)
         self.latency_ms = (time.perf_counter() - self._started) * 1000.0
