@@ -201,10 +201,29 @@ def recover(chat_id: str, stream_id: str, manager: SessionManager, reason: str =
 def body(
     chat_id: str, stream_id: str, manager: SessionManager, *, asgi: bool
 ) -> Iterator[bytes] | AsyncIterator[bytes]:
-    """The response body of one watcher: the stream from its first chunk, then its live tail."""
+    """The response body of one watcher: the stream from its first chunk, then its live tail.  The request's
+    database connections are closed first: a watcher waits on Redis only (a recovery opens one briefly)."""
     if asgi:
-        return live.afollow(stream_id, sync_to_async(lambda: recover(chat_id, stream_id, manager)))
-    return live.follow(stream_id, lambda: recover(chat_id, stream_id, manager))
+        return _aquiet(live.afollow(stream_id, sync_to_async(lambda: recover(chat_id, stream_id, manager))))
+    return _quiet(live.follow(stream_id, lambda: recover(chat_id, stream_id, manager)))
+
+
+def _release() -> None:
+    """Close this thread's database connections that no transaction holds."""
+    for connection in connections.all(initialized_only=True):
+        if not connection.in_atomic_block:
+            connection.close()
+
+
+def _quiet(follower: Iterator[bytes]) -> Iterator[bytes]:
+    _release()
+    yield from follower
+
+
+async def _aquiet(follower: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    await sync_to_async(_release)()  # the request's thread-sensitive thread, where its connections live
+    async for data in follower:
+        yield data
 
 
 def stop(chat_id: str, manager: SessionManager) -> bool:
