@@ -213,3 +213,23 @@ def test_without_redis_the_reply_runs_in_the_request(token):
         assert text_of(chunks(b"".join(body))) == "Reply 1 to: hello"
         assert resume(token, chat_id).status_code == 204
     assert live.active(live.client(), chat_id) is None
+
+
+def test_a_first_reply_is_resumable_by_its_caller_before_the_session_row_exists(token, django_user_model):
+    """The generation writes the session row just after the first bytes: until then only the caller who posted
+    may resume it (here a generation that never got that far: its lease lapses, the stream ends with finish)."""
+    chat_id = f"r-{uuid.uuid4().hex}"
+    redis_client, stream_id = live.client(), uuid.uuid4().hex
+    user = django_user_model.objects.get(username__startswith="resumer-")
+    other = ApiKey.issue(make_user(django_user_model, f"other-{uuid.uuid4().hex[:6]}"), "k")[1]
+    assert live.begin(redis_client, chat_id, stream_id, user.pk)
+    live.append(redis_client, stream_id, sse({"type": "start", "messageId": "first-1"}) + sse({"type": "start-step"}))
+    assert resume(other, chat_id).status_code == 204
+    stopped = Client().post(f"/api/chat/{chat_id}/stop", headers={"Authorization": f"Bearer {other}"})
+    assert stopped.status_code == 204
+    assert not redis_client.exists(live.stop_key(stream_id))  # another user cannot stop it either
+    got = resume(token, chat_id)
+    assert got.status_code == 200
+    kinds = [c if isinstance(c, str) else c["type"] for c in chunks(b"".join(got.streaming_content))]
+    assert kinds == ["start", "start-step", "finish-step", "message-metadata", "finish", "[DONE]"]
+    assert live.active(redis_client, chat_id) is None

@@ -7,7 +7,8 @@ reply is stored, marked interrupted, first).  ``POST …/stop`` (or ``DELETE …
 generation and answers 204 once its partial reply is stored.  Without resumable generations (no Redis, or
 ``resumable=False``) both answer 204.  Both check the caller as the chat POST does: no credential is a 401,
 another owner's chat a 404; a chat that does not exist yet is a 204 (a client resumes on page load, before
-its first message).
+its first message), except to the caller whose first POST's reply is starting (its session row is written
+by the generation, just after the first bytes).
 """
 
 from __future__ import annotations
@@ -31,18 +32,28 @@ from .stream import CONTENT_TYPE, HEADERS
 
 
 def _check_owner(request: HttpRequest, chat_id: str, manager: SessionManager) -> bool:
-    """Whether the chat exists; a 404 when it belongs to someone else (staff see every chat)."""
+    """Whether the chat's session exists; a 404 when it belongs to someone else (staff see every chat)."""
     user = authenticate(request)
     if session_rows.session_state(manager.using, chat_id) is None:
-        return False  # not created yet: nothing to resume or stop
+        return False  # not created yet (or its first reply is starting)
     if not is_staff(user) and session_rows.session_state(manager.using, chat_id, owner_id=user.pk) is None:
         raise not_found("session")
     return True
 
 
-def _resume(request: HttpRequest, chat_id: str, manager: SessionManager) -> HttpResponse:
+def _active(chat_id: str, user: Any, exists: bool) -> str | None:
+    """The chat's active stream id, or None; before the session row exists (a first POST's reply, whose turn is
+    not stored yet) only for the user who started it."""
     redis = live.client()
     stream_id = live.active(redis, chat_id)
+    if stream_id is None or exists or is_staff(user):
+        return stream_id
+    return stream_id if live.started_by(redis, stream_id) == str(user.pk) else None
+
+
+def _resume(request: HttpRequest, chat_id: str, manager: SessionManager, exists: bool) -> HttpResponse:
+    redis = live.client()
+    stream_id = _active(chat_id, request.auth, exists)
     if stream_id is None:
         return HttpResponse(status=204)
     if not live.alive(redis, stream_id):  # its process died: store what it wrote, then there is nothing to resume
@@ -69,12 +80,13 @@ class ChatControlView(View):
             exists = _check_owner(request, chat_id, manager)
         except ApiError as exc:
             return JsonResponse(error_body(exc.status, exc.code, exc.detail), status=exc.status)
-        if not exists or not generation.resumable(self.resumable):
+        if not generation.resumable(self.resumable):
             return HttpResponse(status=204)
         try:
             if request.method == "GET":
-                return _resume(request, chat_id, manager)
-            generation.stop(chat_id, manager)
+                return _resume(request, chat_id, manager, exists)
+            if _active(chat_id, request.auth, exists) is not None:
+                generation.stop(chat_id, manager)
         except live.RedisError:
             body = error_body(503, "redis_unavailable", "The chat's generations are out of reach; try again.")
             return JsonResponse(body, status=503)

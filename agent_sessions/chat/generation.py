@@ -115,7 +115,7 @@ def start(target: Target, respond: Callable[..., Any], **options: Any) -> str:
     chat_id = target.chat.chat_id
     stream_id = uuid.uuid4().hex
     try:
-        begun = live.begin(redis, chat_id, stream_id)
+        begun = live.begin(redis, chat_id, stream_id, target.user.pk)
     except live.RedisError as exc:
         raise RedisUnavailable(str(exc)) from exc
     if not begun:
@@ -124,7 +124,7 @@ def start(target: Target, respond: Callable[..., Any], **options: Any) -> str:
             raise Busy(current)
         if current is not None:
             recover(chat_id, current, target.manager, INTERRUPTED)
-        if not live.begin(redis, chat_id, stream_id):
+        if not live.begin(redis, chat_id, stream_id, target.user.pk):
             raise Busy(chat_id)
     generation = Generation(Reply(target, respond, **options), chat_id, stream_id)
     threading.Thread(target=generation.run, name=f"agent-sessions-chat-{stream_id[:8]}", daemon=True).start()

@@ -58,6 +58,10 @@ def claim_key(stream_id: str) -> str:
     return f"{PREFIX}claim:{stream_id}"
 
 
+def owner_key(stream_id: str) -> str:
+    return f"{PREFIX}owner:{stream_id}"
+
+
 _clients: dict[tuple[int, str], Any] = {}
 _clients_guard = threading.Lock()
 
@@ -100,13 +104,22 @@ def alive(redis: Any, stream_id: str) -> bool:
     return bool(redis.exists(lease_key(stream_id)))
 
 
-def begin(redis: Any, chat_id: str, stream_id: str) -> bool:
-    """Make ``stream_id`` the chat's active stream and take its lease; False when another is active."""
+def begin(redis: Any, chat_id: str, stream_id: str, owner: Any = None) -> bool:
+    """Make ``stream_id`` the chat's active stream and take its lease; False when another is active.  ``owner``
+    (the caller's user pk) answers who may resume it before the session row exists (the first POST's reply)."""
     ttl = conf.chat_stream_ttl_seconds()
     if not redis.set(active_key(chat_id), stream_id, nx=True, ex=ttl):
         return False
-    redis.set(lease_key(stream_id), "1", px=int(conf.chat_lease_seconds() * 1000))
+    pipe = redis.pipeline(transaction=False)
+    pipe.set(lease_key(stream_id), "1", px=int(conf.chat_lease_seconds() * 1000))
+    pipe.set(owner_key(stream_id), str(owner), ex=ttl)
+    pipe.execute()
     return True
+
+
+def started_by(redis: Any, stream_id: str) -> str | None:
+    """The user pk (as text) that started the generation ``stream_id``."""
+    return _text(redis.get(owner_key(stream_id)))
 
 
 def refresh(redis: Any, stream_id: str) -> bool:
