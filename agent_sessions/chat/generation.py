@@ -78,15 +78,15 @@ class Generation:
                 logger.warning("chat generation %s: the lease refresh failed", self.stream_id, exc_info=True)
 
     async def _drive(self) -> None:
+        """Write each piece of the reply to the stream.  The loop is this generation's own (``async_to_sync`` in
+        its thread), so a Redis round trip here blocks no one else."""
         body = self.reply.aevents()
         try:
             async for data in body:
                 if self.reply.ended:
-                    await sync_to_async(live.end, thread_sensitive=False)(
-                        self.redis, self.chat_id, self.stream_id, data
-                    )
+                    live.end(self.redis, self.chat_id, self.stream_id, data)
                     return
-                await sync_to_async(self._write, thread_sensitive=False)(data)
+                self._write(data)
         finally:
             await body.aclose()
 
