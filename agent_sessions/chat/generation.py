@@ -72,7 +72,7 @@ class Generation:
         every = conf.chat_lease_seconds() / 3
         while not self._done.wait(every):
             try:
-                if live.refresh(self.redis, self.stream_id):
+                if live.refresh(self.redis, self.chat_id, self.stream_id):
                     self._stop.set()
             except Exception:  # noqa: BLE001 - Redis away for a beat: the next one tries again
                 logger.warning("chat generation %s: the lease refresh failed", self.stream_id, exc_info=True)

@@ -122,11 +122,15 @@ def started_by(redis: Any, stream_id: str) -> str | None:
     return _text(redis.get(owner_key(stream_id)))
 
 
-def refresh(redis: Any, stream_id: str) -> bool:
-    """Renew the lease; True when a stop was asked for."""
+def refresh(redis: Any, chat_id: str, stream_id: str) -> bool:
+    """Renew the lease (and the active stream's expiry: a generation may outlive the TTL); True when a stop was
+    asked for."""
+    ttl = conf.chat_stream_ttl_seconds()
     pipe = redis.pipeline(transaction=False)
     pipe.set(lease_key(stream_id), "1", px=int(conf.chat_lease_seconds() * 1000))
     pipe.exists(stop_key(stream_id))
+    pipe.expire(active_key(chat_id), ttl)
+    pipe.expire(owner_key(stream_id), ttl)
     return bool(pipe.execute()[1])
 
 
