@@ -119,6 +119,14 @@ DEFAULTS: dict[str, Any] = {
     "EVENTS_HEARTBEAT_SECONDS": 15.0,
     # Events waiting for the publisher thread; past this, new ones are dropped (logged), never waited for.
     "EVENTS_QUEUE_SIZE": 10000,
+    # Resumable chat generations (a reply run apart from the request, its chunks in Redis); None: on when Redis is.
+    "CHAT_RESUMABLE": None,
+    # A generation's lease (seconds): refreshed while it runs; once it lapses the generation counts as dead.
+    "CHAT_LEASE_SECONDS": 10.0,
+    # A generation's chunk stream expires this long after its last write, in seconds.
+    "CHAT_STREAM_TTL_SECONDS": 3600,
+    # Most entries one generation's chunk stream keeps (each entry is what one yield of respond became).
+    "CHAT_STREAM_MAXLEN": 100000,
 }
 
 
@@ -402,3 +410,23 @@ def events_heartbeat_seconds() -> float:
 
 def events_queue_size() -> int:
     return max(1, int(get("EVENTS_QUEUE_SIZE")))
+
+
+def chat_resumable() -> bool:
+    """``AGENT_SESSIONS_CHAT_RESUMABLE``; unset (None): on exactly when Redis is configured."""
+    value = get("CHAT_RESUMABLE")
+    if value is None:
+        return redis_url() is not None
+    return bool(value) and redis_url() is not None
+
+
+def chat_lease_seconds() -> float:
+    return max(0.5, float(get("CHAT_LEASE_SECONDS")))
+
+
+def chat_stream_ttl_seconds() -> int:
+    return max(60, int(get("CHAT_STREAM_TTL_SECONDS")))
+
+
+def chat_stream_maxlen() -> int:
+    return max(100, int(get("CHAT_STREAM_MAXLEN")))

@@ -5,6 +5,9 @@
 2. Time from a write's commit to its event at an SSE client of ``GET /api/sessions/{id}/events``
    (gunicorn with a uvicorn worker, as the compose stack serves ASGI): median and p99.
 3. Memory and threads per idle SSE subscriber: ``--subscribers`` open streams on that one worker.
+4. A resumed chat stream's time to first byte ÷ a fresh one's, on that server (the demo chat, resumable since
+   Redis is configured): per round a POST starts a generation (fresh: request sent → first body bytes), then,
+   while it runs, ``GET /api/chat/{id}/stream`` replays it (resumed: the same measure); medians.
 
 ``python -m bench.live_events`` (Redis DB 14 by default: ``BENCH_REDIS_URL``; Postgres as in bench/settings.py).
 """
@@ -21,6 +24,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14")
@@ -83,7 +87,7 @@ def _worker_pid(master: int) -> int:
     return int(children[0])
 
 
-def sse(database_url: str, samples: int, subscribers: int) -> dict:
+def sse(database_url: str, samples: int, subscribers: int, resumes: int = 30) -> dict:
     """Start the ASGI server on the bench database; time commit → SSE client; then hold idle subscribers."""
     import httpx
     from django.contrib.auth import get_user_model
@@ -144,7 +148,9 @@ def sse(database_url: str, samples: int, subscribers: int) -> dict:
         rss_before, threads_before = _rss_kib(worker)
         held = asyncio.run(_hold(url, headers, subscribers, worker))
         rss_after, threads_after = held
+        resume = _resume_ratio(base, headers, resumes)
         return {
+            **resume,
             "commit_to_sse_median_ms": round(statistics.median(latencies) * 1000, 3),
             "commit_to_sse_p99_ms": round(latencies[int(len(latencies) * 0.99) - 1] * 1000, 3),
             "samples": len(latencies),
@@ -156,6 +162,50 @@ def sse(database_url: str, samples: int, subscribers: int) -> dict:
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def _first_byte(client: Any, method: str, url: str, **kwargs: Any) -> tuple[float, Any]:
+    """Seconds from the request to its first body bytes, and the open response (read it to the end or close it)."""
+    started = time.perf_counter()
+    response = client.send(client.build_request(method, url, **kwargs), stream=True)
+    assert response.status_code == 200, (url, response.status_code, response.read()[:300])
+    chunks = response.iter_raw()
+    first = next(chunks)
+    return time.perf_counter() - started, (response, first, chunks)
+
+
+def _resume_ratio(base: str, headers: dict, rounds: int) -> dict:
+    """Median time to first byte of a resumed chat stream and of a fresh one (the POST that starts it)."""
+    import httpx
+
+    question = " ".join(f"word{i}" for i in range(12))  # the demo model answers word by word, 50 ms apart
+    fresh, resumed = [], []
+    with (
+        httpx.Client(base_url=base, headers=headers, timeout=60) as posts,
+        httpx.Client(base_url=base, headers=headers, timeout=60) as resumes,
+    ):
+        for n in range(rounds + 2):  # two rounds of warm-up
+            chat_id = f"bench-resume-{uuid.uuid4().hex[:12]}"
+            message = {"id": f"u{n}", "role": "user", "parts": [{"type": "text", "text": question}]}
+            body = {"id": chat_id, "trigger": "submit-message", "messages": [message]}
+            took, (post, first, rest) = _first_byte(posts, "POST", "/api/chat", json=body)
+            again, (replay, replay_first, replay_rest) = _first_byte(resumes, "GET", f"/api/chat/{chat_id}/stream")
+            answer = first + b"".join(rest)
+            replayed = replay_first + b"".join(replay_rest)
+            post.close()
+            replay.close()
+            assert answer == replayed, (answer[-200:], replayed[-200:])
+            assert answer.endswith(b"data: [DONE]\n\n"), answer[-200:]
+            if n >= 2:
+                fresh.append(took)
+                resumed.append(again)
+    fresh_ms, resumed_ms = statistics.median(fresh) * 1000, statistics.median(resumed) * 1000
+    return {
+        "chat_fresh_first_byte_median_ms": round(fresh_ms, 3),
+        "chat_resumed_first_byte_median_ms": round(resumed_ms, 3),
+        "chat_resumed_over_fresh": round(resumed_ms / fresh_ms, 3),
+        "chat_resume_rounds": rounds,
+    }
 
 
 async def _hold(url: str, headers: dict, count: int, worker: int) -> tuple[int, int]:
@@ -193,6 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--appends", type=int, default=2000, help="appends per side and database")
     parser.add_argument("--samples", type=int, default=300, help="commit → SSE samples")
     parser.add_argument("--subscribers", type=int, default=1000)
+    parser.add_argument("--resumes", type=int, default=30, help="chat streams started and resumed")
     parser.add_argument("--no-sse", action="store_true", help="only the append ratio")
     parser.add_argument("--json", default="bench/results/live_events.json")
     args = parser.parse_args(argv)
@@ -219,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if not args.no_sse:
         with override_settings(AGENT_SESSIONS_REDIS_URL=REDIS_URL):
-            results["sse"] = sse(dsn, args.samples, args.subscribers)
+            results["sse"] = sse(dsn, args.samples, args.subscribers, args.resumes)
         print("sse", results["sse"], flush=True)
     results["ok"] = all(results[f"append_{d}"]["ratio"] <= GOAL for d in ("sqlite", "postgres"))
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,7 @@ import asyncio
 import inspect
 import logging
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator
 from typing import Any
 
 from asgiref.sync import async_to_sync, sync_to_async
@@ -63,6 +63,12 @@ class Reply:
         self._error = ""
         self.stored = False
         self._tap: StatusTap | None = None
+        # Hooks of a resumable generation (:mod:`.generation`): why to stop now (None: go on), the turn once it
+        # is stored, and whether this reply may be stored (once: a recovery may have stored it already).
+        self.halt: Callable[[], str | None] | None = None
+        self.on_placed: Callable[[Turn], None] | None = None
+        self.may_store: Callable[[], bool] | None = None
+        self.ended = False  # the bytes about to be sent are the last ones
 
     @property
     def turn(self) -> Turn:
@@ -90,6 +96,8 @@ class Reply:
             turn = self._turn
             leaf = turn.base["id"] if turn.base is not None else turn.parent_id
             self._call = turn.session.model_call(model=self.model, leaf_id=leaf or None).start()
+        if self.on_placed is not None:
+            self.on_placed(self._turn)
 
     def _item(self, item: Any) -> bytes:
         """The SSE bytes of one item ``respond`` yielded (a text delta of the open text part: the short way)."""
@@ -102,6 +110,8 @@ class Reply:
 
     def _store(self) -> None:
         if self._turn is None:  # the turn itself was not stored: there is nothing to hang a reply on
+            return
+        if self.may_store is not None and not self.may_store():
             return
         self.stored = True
         turn = self.turn
@@ -121,7 +131,22 @@ class Reply:
         chunks = self.envelope.close()  # ends with ``finish``
         closing, last = self._emit(chunks[:-1]), self._emit(chunks[-1:])
         self._store()
+        self.ended = True
         return closing + self._status() + last + DONE
+
+    def _halted(self, reason: str) -> bytes:
+        """Stopped on request (``reason``: stopped): the envelope closed, ``metadata.partial`` sent as a
+        ``message-metadata`` chunk (so the client's message equals the stored one), the reply stored."""
+        chunks = self.envelope.close()
+        self.builder.mark_partial(reason)
+        mark = {"type": "message-metadata", "messageMetadata": {"partial": {"reason": reason}}}
+        closing = b"".join(sse(chunk) for chunk in [*chunks[:-1], mark])
+        for chunk in chunks:
+            self.builder.apply(chunk)
+        self._error = reason
+        self._store()
+        self.ended = True
+        return closing + self._status() + sse(chunks[-1]) + DONE
 
     # ── session events on the stream ────────────────────────────────
     def _listen(self) -> None:
@@ -142,6 +167,7 @@ class Reply:
         text = exc.detail if isinstance(exc, ApiError) else self.error_text(exc)  # our own words are safe to send
         self.builder.mark_partial("error", text)
         self._error = str(exc) or type(exc).__name__
+        self.ended = True
         try:
             if not self.stored:
                 self._store()
@@ -191,7 +217,7 @@ class Reply:
         yield tail
 
     # ── ASGI ────────────────────────────────────────────────────────
-    async def aevents(self) -> AsyncIterator[bytes]:
+    async def aevents(self) -> AsyncGenerator[bytes, None]:
         """The SSE body as an async iterator: each chunk is sent as ``respond`` yields it."""
         yield self._open()
         source: Any = None
@@ -202,17 +228,30 @@ class Reply:
             if status:
                 yield status
             source = await self._start()
+            reason = None
             if hasattr(source, "__aiter__"):
                 async for item in source:
                     data = self._item(item) + self._status()
                     if data:
                         yield data
+                    if self.halt is not None and (reason := self.halt()):
+                        break
             else:
-                async for batch in _drained(iter(source)):
-                    data = b"".join([self._item(item) for item in batch]) + self._status()
-                    if data:
-                        yield data
-            tail = await sync_to_async(self._finish)()
+                batches = _drained(iter(source))
+                try:
+                    async for batch in batches:
+                        data = b"".join([self._item(item) for item in batch]) + self._status()
+                        if data:
+                            yield data
+                        if self.halt is not None and (reason := self.halt()):
+                            break
+                finally:
+                    await batches.aclose()
+            if reason:
+                await _aclose(source)
+                tail = await sync_to_async(self._halted)(reason)
+            else:
+                tail = await sync_to_async(self._finish)()
         except (asyncio.CancelledError, GeneratorExit):
             await sync_to_async(self._gone)()
             await _aclose(source)
@@ -236,7 +275,7 @@ class Reply:
         return source
 
 
-async def _drained(iterator: Iterator[Any]) -> AsyncIterator[list[Any]]:
+async def _drained(iterator: Iterator[Any]) -> AsyncGenerator[list[Any], None]:
     """A sync iterator's items, as it yields them: one worker-thread call runs the whole iteration (the
     request's thread-sensitive thread, where its ORM use belongs) and hands each item to the loop, rather
     than a thread hop per item.  Items that arrived together come as one list (one write, none held

@@ -58,19 +58,32 @@ def node_project() -> Path:
 def asgi_server(database: str, db_name: str, *, settings: str = "tests.support.chat_server_settings") -> Iterator[str]:
     """``http://127.0.0.1:<port>`` of the compose stack's ASGI server (gunicorn with uvicorn's worker class)
     running ``project.asgi`` with ``settings`` on the given database."""
+    with asgi_process(database, db_name, settings=settings) as (base, _):
+        yield base
+
+
+@contextmanager
+def asgi_process(
+    database: str, db_name: str, *, settings: str, env: dict[str, str] | None = None
+) -> Iterator[tuple[str, subprocess.Popen]]:
+    """:func:`asgi_server`'s base URL and its gunicorn process, the leader of a process group of its own (a test
+    may kill the whole server, worker included, with ``os.killpg``)."""
     port = free_port()
-    env = {
+    environ = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": settings,
         "AGENT_SESSIONS_TEST_DB": database,
         "AGENT_SESSIONS_DB_NAME": db_name,
+        **(env or {}),
     }
     gunicorn = Path(sys.executable).parent / "gunicorn"
     command = [str(gunicorn), "project.asgi:application", "--worker-class", "uvicorn_worker.UvicornWorker"]
     command += ["--workers", "1", "--bind", f"127.0.0.1:{port}", "--log-level", "warning"]
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        command, cwd=ROOT, env=environ, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+    )
     with serving(process, f"http://127.0.0.1:{port}", "the ASGI server") as base:
-        yield base
+        yield base, process
 
 
 @contextmanager
