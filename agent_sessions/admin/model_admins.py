@@ -23,8 +23,8 @@ from ..storage.orm import DjangoSessionProvider
 from .model_calls_page import recorded_replies
 from .parts import part_views
 from .permissions import access
-from .search import BoundedSearchAdmin
-from .sessions import TreeMedia, text_matches
+from .search import BoundedSearchAdmin, EstimatedCountAdmin
+from .sessions import TreeMedia, text_condition
 
 
 def tree_link(session_id: str, focus: str | None = None, label: str | None = None) -> str:
@@ -40,7 +40,7 @@ def excerpt(text: str | None, chars: int = 100) -> str:
 
 
 @admin.register(Message)
-class MessageAdmin(BoundedSearchAdmin):
+class MessageAdmin(EstimatedCountAdmin, BoundedSearchAdmin):
     """Read-only view of stored messages; writes go through the Session API, which keeps totals right."""
 
     list_display = ("message_id", "session_link", "role", "text", "tokens", "path_tokens", "depth", "created_at")
@@ -125,12 +125,12 @@ class MessageAdmin(BoundedSearchAdmin):
         return format_html('<pre class="as-json">{}</pre>', text)
 
     def get_search_results(self, request: HttpRequest, queryset: QuerySet, search_term: str) -> tuple[QuerySet, bool]:
-        """Exact ids, plus full-text hits across every session (storage.orm.search)."""
+        """Exact ids, plus full-text hits across every session (one ``seq IN (search SQL)`` condition)."""
         results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
         if search_term.strip():
-            found = text_matches(request, search_term)
-            if found.keys:
-                results = results | queryset.filter(found.messages())
+            found = text_condition(request, search_term, "seq")
+            if found is not None:
+                results = results | queryset.filter(found)
         return results, may_have_duplicates
 
     def delete_model(self, request: HttpRequest, obj: Message) -> None:

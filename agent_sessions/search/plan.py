@@ -62,6 +62,7 @@ class Filters:
     scan_rows: int = 50_000
     ranked: bool = False  # also select a ``rank`` column (higher is better), after the snippet
     owner: object = None  # only scopes this owner has (target.owned_scopes), e.g. the API caller's sessions
+    keys: str = ""  # only this column of every hit: no rank, order, page or snippet (a subquery's SQL)
 
 
 RANK_TYPE = "DOUBLE PRECISION"

@@ -75,6 +75,24 @@ def ranked_message_sql(cursor, compile_query: Compiler, query: Query, scope: str
     return compile_query(cursor, cost.check(query), RANKED_MESSAGES, filters)
 
 
+MATCH_SEQS = replace(MESSAGES, columns=("seq",))
+
+
+def match_sql(
+    cursor, compile_query: Compiler, query: Query, scope: str | None, column: str = "seq"
+) -> tuple[str, list]:
+    """``(sql, params)`` selecting ``column`` (``seq`` or ``session_id``) of every message matching ``query``
+    (in ``scope`` if given).
+
+    Unranked and unordered: a condition the database evaluates itself (``seq IN (…)``), so a
+    changelist filters, counts and pages its hits without their keys crossing the wire.
+    ``query`` must be non-empty and checked against the cost limits."""
+    if column not in ("seq", "session_id"):
+        raise ValueError(f"no such key column: {column!r}")
+    filters = Filters(scope=scope, scan_rows=args.scan_rows(), keys=column)
+    return compile_query(cursor, query, MATCH_SEQS, filters)
+
+
 @dataclass(frozen=True)
 class Searcher:
     """A backend's ``search_messages`` / ``search_entries``, over its own compiler."""
@@ -114,6 +132,10 @@ class Searcher:
     def match_keys(self, cursor, query: Query, scope: str | None, limit: int) -> list[tuple]:
         """``(id, session_id, seq)`` of up to ``limit`` matches (see :func:`match_keys`)."""
         return match_keys(cursor, self.compile_query, query, scope, limit)
+
+    def match_sql(self, cursor, query: Query, scope: str | None, column: str = "seq") -> tuple[str, list]:
+        """SQL of ``column`` of every match, unordered (see :func:`match_sql`)."""
+        return match_sql(cursor, self.compile_query, query, scope, column)
 
     def ranked_messages(self, cursor, query: Query, scope: str | None) -> tuple[str, list]:
         """SQL of every matching message as ``seq, snippet, rank`` rows (see :func:`ranked_message_sql`)."""

@@ -8,6 +8,7 @@ migration's, written out in ``migrations/_frozen_sql.py``.
 from __future__ import annotations
 
 import enum
+import json
 import select
 import weakref
 from collections.abc import Callable, Iterable
@@ -233,6 +234,19 @@ search_messages = _searcher.search_messages
 search_entries = _searcher.search_entries
 ranked_messages = _searcher.ranked_messages
 match_keys = _searcher.match_keys
+match_sql = _searcher.match_sql
+
+
+def estimated_rows(cursor, sql: str, params: list | tuple) -> int | None:
+    """The planner's row estimate for ``sql`` (``EXPLAIN``, nothing runs): what a count past its
+    exact threshold shows. None when the plan cannot be read."""
+    cursor.execute("EXPLAIN (FORMAT JSON) " + sql, params)
+    row = cursor.fetchone()
+    plan = json.loads(row[0]) if row and isinstance(row[0], str) else (row[0] if row else None)
+    try:
+        return max(0, int(plan[0]["Plan"]["Plan Rows"]))
+    except (TypeError, LookupError, ValueError):
+        return None
 
 
 def insert_many(cursor, table: str, columns: tuple[str, ...], param_rows: Iterable[list], per_statement: int) -> None:
