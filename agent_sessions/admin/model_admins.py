@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote
+from django.db import router
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.template.loader import render_to_string
@@ -20,6 +21,7 @@ from django.utils.text import Truncator
 
 from ..models import Compaction, CompactionJob, ContextBlockRecord, Message, SearchEntry
 from ..storage.orm import DjangoSessionProvider
+from . import search
 from .model_calls_page import recorded_replies
 from .parts import part_views
 from .permissions import access
@@ -131,7 +133,18 @@ class MessageAdmin(EstimatedCountAdmin, BoundedSearchAdmin):
             found = text_condition(request, search_term, "seq")
             if found is not None:
                 results = results | queryset.filter(found)
+                self._point_at_summaries(request, search_term)
         return results, may_have_duplicates
+
+    def _point_at_summaries(self, request: HttpRequest, search_term: str) -> None:
+        """A link to the compaction changelist when summaries match too (for users who may read them)."""
+        if not request.user.has_perm("agent_sessions.view_compaction"):
+            return
+        using = router.db_for_read(Compaction)
+        summaries = search.text_condition(search_term, using=using, summaries=True).q
+        if summaries is not None and Compaction.objects.using(using).filter(summaries).exists():
+            url = reverse("admin:agent_sessions_compaction_changelist") + "?" + urlencode({"q": search_term})
+            messages.info(request, format_html('Compaction summaries match too: <a href="{}">see them</a>.', url))
 
     def delete_model(self, request: HttpRequest, obj: Message) -> None:
         DjangoSessionProvider(obj.session_id).delete_messages([obj.message_id])
@@ -148,7 +161,8 @@ class MessageAdmin(EstimatedCountAdmin, BoundedSearchAdmin):
 @admin.register(Compaction)
 class CompactionAdmin(BoundedSearchAdmin):
     list_display = ("compaction_id", "session_link", "from_message", "to_message", "short_summary", "created_at")
-    search_fields = ("=compaction_id", "=session__id", "summary")
+    search_fields = ("=compaction_id", "=session__id")
+    search_help_text = "Words from the summary (full-text, every word must match), or an exact overlay/session id."
     readonly_fields = ("compaction_id", "session_link", "from_message", "to_message", "created_at")
     fields = ("compaction_id", "session_link", "from_message", "to_message", "summary", "created_at")
     ordering = ("-seq",)
@@ -172,6 +186,15 @@ class CompactionAdmin(BoundedSearchAdmin):
     @admin.display(description="summary")
     def short_summary(self, obj: Compaction) -> str:
         return excerpt(obj.summary)
+
+    def get_search_results(self, request: HttpRequest, queryset: QuerySet, search_term: str) -> tuple[QuerySet, bool]:
+        """Exact ids, plus summaries matching through their full-text index (migration 0004)."""
+        results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
+        if search_term.strip():
+            found = text_condition(request, search_term, "seq", summaries=True)
+            if found is not None:
+                results = results | queryset.filter(found)
+        return results, may_have_duplicates
 
 
 @admin.register(ContextBlockRecord)

@@ -25,10 +25,11 @@ from django.utils.text import smart_split
 from ..exceptions import AgentSessionsError, SearchTooComplex
 from ..search import cost
 from ..search.args import as_query, query_terms
+from ..search.plan import MESSAGES, SUMMARIES
 from ..search.query import Query
 from ..storage import backends
 
-EXACT_COUNT = 1_000
+EXACT_COUNT = 10_000
 """Rows a changelist counts exactly; past it the count is the planner's estimate (where there is one)."""
 
 MATCH_CAP = 10_000
@@ -76,14 +77,16 @@ class Condition:
     refused: str = ""
 
 
-def text_condition(search_term: str, *, using: str, column: str = "seq") -> Condition:
+def text_condition(search_term: str, *, using: str, column: str = "seq", summaries: bool = False) -> Condition:
     """Rows whose ``pk`` is the ``column`` (``seq``: messages, ``session_id``: sessions) of a message matching
-    ``search_term``, as one ``pk IN (search SQL)`` condition the database evaluates with its index."""
+    ``search_term``, as one ``pk IN (search SQL)`` condition the database evaluates with its index.
+    ``summaries``: of a compaction summary instead (the compaction changelist)."""
     query, refused = _parsed(search_term)
     if query is None:
         return Condition(refused=refused)
+    target = SUMMARIES if summaries else MESSAGES
     with connections[using].cursor() as cursor:  # the SQLite compiler probes its tokenizer
-        sql, params = backends.for_alias(using).match_sql(cursor, query, None, column)
+        sql, params = backends.for_alias(using).match_sql(cursor, query, None, column, target)
     return Condition(Q(pk__in=RawSQL(sql, params)))
 
 

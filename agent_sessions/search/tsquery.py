@@ -63,7 +63,7 @@ def _exact_group(group: AnyOf, target: Target, config: str, params: list) -> str
         elif term.cjk:
             tests.append(_substring(target, term, params))
         else:
-            tests.append(f"m.{target.tsv} @@ {_term(term, config, params)}")
+            tests.append(f"{target.tsv_sql('m.')} @@ {_term(term, config, params)}")
     return "(" + " OR ".join(tests) + ")"
 
 
@@ -100,7 +100,7 @@ def _other_group(group: AnyOf, target: Target, config: str, params: list) -> str
         if term.cjk:
             tests.append(_substring(target, term, params))
         else:
-            tests.append(f"m.{target.tsv} @@ {_term(term, config, params)}")
+            tests.append(f"{target.tsv_sql('m.')} @@ {_term(term, config, params)}")
     return "(" + " OR ".join(tests) + ")"
 
 
@@ -157,7 +157,7 @@ def compile_query(query: Query, target: Target, filters: Filters, config: str) -
         # Nothing matches when every required word is a stop word (rather than
         # ``!!excluded`` alone matching nearly everything); a constant test.
         lead: list = [*pos_params]
-        where[:0] = [f"numnode({positive}) > 0", f"m.{target.tsv} @@ {q(lead)}"]
+        where[:0] = [f"numnode({positive}) > 0", f"{target.tsv_sql('m.')} @@ {q(lead)}"]
         where_params[:0] = lead
     for group in parts.substrings:
         where.append("(" + " OR ".join(_substring(target, t, where_params) for t in group.terms) + ")")
@@ -168,7 +168,9 @@ def compile_query(query: Query, target: Target, filters: Filters, config: str) -
         if exact:
             where.append(exact)
     if parts.excluded_words and not tsq:
-        where.append(f"NOT COALESCE(m.{target.tsv} @@ {_any(parts.excluded_words, config, where_params)}, false)")
+        where.append(
+            f"NOT COALESCE({target.tsv_sql('m.')} @@ {_any(parts.excluded_words, config, where_params)}, false)"
+        )
     for term in parts.excluded_substrings:
         where.append(_substring(target, term, where_params, negate=True))
 
@@ -183,7 +185,7 @@ def compile_query(query: Query, target: Target, filters: Filters, config: str) -
     if tsq:
         # The text is weight A, the extra column weight D (content_tsv as the initial migration builds it).
         weights = f"'{{{EXTRA_WEIGHT}, 0.2, 0.4, 1.0}}'::float4[], " if target.extra else ""
-        ranks.append(f"ts_rank_cd({weights}m.{target.tsv}, {q(rank_params)}, 1)")
+        ranks.append(f"ts_rank_cd({weights}{target.tsv_sql('m.')}, {q(rank_params)}, 1)")
     needles = [t for t in query.terms if t.cjk]
     if needles:
         ranks.append(occurrences_sql(f"m.{target.text}", needles, "greatest"))

@@ -13,12 +13,14 @@ import select
 import weakref
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from django.db import ProgrammingError, connections, transaction
 
 from .. import conf
 from ..search import tsquery
+from ..search.plan import SUMMARIES
 from ..search.run import Searcher
 from . import appends, bare_reads, postgres_append, postgres_reads
 from .range_reads import ReadCalls
@@ -226,7 +228,11 @@ def read_calls(connection) -> ReadCalls:
 
 
 def _compile(cursor, query, target, filters):
-    return tsquery.compile_query(query, target, filters, conf.pg_text_search_config())
+    config = conf.pg_text_search_config()
+    if target.table == SUMMARIES.table:  # the expression migration 0004's GIN index is built on
+        quoted = "'" + config.replace("'", "''") + "'"
+        target = replace(target, tsv=f"to_tsvector({quoted}::regconfig, {{m}}summary)")
+    return tsquery.compile_query(query, target, filters, config)
 
 
 _searcher = Searcher(_compile)
@@ -235,6 +241,7 @@ search_entries = _searcher.search_entries
 ranked_messages = _searcher.ranked_messages
 match_keys = _searcher.match_keys
 match_sql = _searcher.match_sql
+search_summaries = _searcher.search_summaries
 
 
 def estimated_rows(cursor, sql: str, params: list | tuple) -> int | None:

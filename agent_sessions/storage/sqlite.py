@@ -110,6 +110,7 @@ search_entries = _searcher.search_entries
 ranked_messages = _searcher.ranked_messages
 match_keys = _searcher.match_keys
 match_sql = _searcher.match_sql
+search_summaries = _searcher.search_summaries
 
 
 def estimated_rows(cursor, sql: str, params: list | tuple) -> int | None:
