@@ -97,10 +97,10 @@ def test_api_search_finds_summaries(api):
 def test_admin_finds_summaries(admin_client, compacted):
     session, overlay = compacted
     html = admin_client.get("/admin/agent_sessions/compaction/", {"q": "billing audit"}).content.decode()
-    assert "\n1 compaction\n" in html and overlay.id in html
-    assert (
-        "\n0 compactions\n" in admin_client.get("/admin/agent_sessions/compaction/", {"q": "zeppelin"}).content.decode()
-    )
+    assert "\n1 compaction\n" in html
+    assert overlay.id in html
+    none = admin_client.get("/admin/agent_sessions/compaction/", {"q": "zeppelin"}).content.decode()
+    assert "\n0 compactions\n" in none
     html = admin_client.get("/admin/agent_sessions/message/", {"q": "ledger"}).content.decode()
     assert "Compaction summaries match too" in html
     assert "/admin/agent_sessions/compaction/?q=ledger" in html
