@@ -249,7 +249,7 @@ def estimated_rows(cursor, sql: str, params: list | tuple) -> int | None:
     exact threshold shows. None when the plan cannot be read."""
     cursor.execute("EXPLAIN (FORMAT JSON) " + sql, params)
     row = cursor.fetchone()
-    plan = json.loads(row[0]) if row and isinstance(row[0], str) else (row[0] if row else None)
+    plan: Any = json.loads(row[0]) if row and isinstance(row[0], str) else (row[0] if row else None)
     try:
         return max(0, int(plan[0]["Plan"]["Plan Rows"]))
     except (TypeError, LookupError, ValueError):
