@@ -147,3 +147,12 @@ def test_records_link_to_each_other(admin_client, db):
     html = admin_client.get(f"{BASE}/compaction/{overlay.pk}/change/").content.decode()
     assert 'tree/?leaf=u1#msg-u1">u1</a>' in html
     assert 'tree/?leaf=a1#msg-a1">a1</a>' in html
+
+
+def test_message_ids_and_session_ids_are_found_in_the_same_condition(admin_client, many_sessions):
+    html = admin_client.get(f"{BASE}/message/", {"q": "s007-1"}).content.decode()
+    assert result_count(html) == 1
+    html = admin_client.get(f"{BASE}/message/", {"q": "s007"}).content.decode()
+    assert result_count(html) == 3  # its messages, by session id
+    html = admin_client.get(f"{BASE}/message/", {"q": "s212"}).content.decode()
+    assert result_count(html) == 1  # no word hit, the id still is

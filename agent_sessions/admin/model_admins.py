@@ -127,14 +127,15 @@ class MessageAdmin(EstimatedCountAdmin, BoundedSearchAdmin):
         return format_html('<pre class="as-json">{}</pre>', text)
 
     def get_search_results(self, request: HttpRequest, queryset: QuerySet, search_term: str) -> tuple[QuerySet, bool]:
-        """Exact ids, plus full-text hits across every session (one ``seq IN (search SQL)`` condition)."""
-        results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
-        if search_term.strip():
-            found = text_condition(request, search_term, "seq")
-            if found is not None:
-                results = results | queryset.filter(found)
-                self._point_at_summaries(request, search_term)
-        return results, may_have_duplicates
+        """Full-text hits across every session and messages whose id or session id is the term: one
+        ``seq IN (search SQL UNION ALL id lookups)`` condition (see ``search.text_condition``)."""
+        if not search_term.strip():
+            return queryset, False
+        found = text_condition(request, search_term, "seq", exact_ids=True)
+        if found is None:
+            return queryset.none(), False
+        self._point_at_summaries(request, search_term)
+        return queryset.filter(found), False
 
     def _point_at_summaries(self, request: HttpRequest, search_term: str) -> None:
         """A link to the compaction changelist when summaries match too (for users who may read them)."""

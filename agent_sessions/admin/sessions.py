@@ -38,10 +38,14 @@ from .search import BoundedSearchAdmin, EstimatedCountAdmin
 from .tree_page import FRAGMENT_LIMIT, Urls, fragment_context, tree_context
 
 
-def text_condition(request: HttpRequest, search_term: str, column: str, summaries: bool = False) -> Q | None:
+def text_condition(
+    request: HttpRequest, search_term: str, column: str, summaries: bool = False, exact_ids: bool = False
+) -> Q | None:
     """A changelist search box's full-text condition (see :func:`.search.text_condition`); a warning on the
     page when the search language refuses the query, None when nothing can match."""
-    found = search.text_condition(search_term, using=router.db_for_read(Message), column=column, summaries=summaries)
+    found = search.text_condition(
+        search_term, using=router.db_for_read(Message), column=column, summaries=summaries, exact_ids=exact_ids
+    )
     if found.refused:
         messages.warning(request, f"Full-text search refused: {found.refused}.")
     return found.q
