@@ -18,16 +18,17 @@ from django.contrib import admin, messages
 from django.core.paginator import Paginator
 from django.db import connections
 from django.db.models import Q, QuerySet
-from django.db.models.expressions import RawSQL
 from django.http import HttpRequest
 from django.utils.text import smart_split
 from django.utils.text import unescape_string_literal as _unescape
 
 from ..exceptions import AgentSessionsError, SearchTooComplex
+from ..querysets import InRows
 from ..search import cost
 from ..search.args import as_query, query_terms
 from ..search.plan import MESSAGES, SUMMARIES
 from ..search.query import Query
+from ..search.run import with_id_lookups
 from ..storage import backends
 
 EXACT_COUNT = 10_000
@@ -94,21 +95,17 @@ def text_condition(
     also the messages whose id or session id is the term, inside the same ``IN``: an ``OR`` beside it
     would make the database test every row instead of joining the hits."""
     query, refused = _parsed(search_term)
-    selects: list[str] = []
-    params: list = []
+    sql, params = "", []
     if query is not None:
         target = SUMMARIES if summaries else MESSAGES
         with connections[using].cursor() as cursor:  # the SQLite compiler probes its tokenizer
             sql, params = backends.for_alias(using).match_sql(cursor, query, None, column, target)
-        selects.append(sql)
     words = [unquote_word(w) for w in smart_split(search_term)]
     if exact_ids and len(words) == 1 and words[0]:
-        for id_column in ("id", "session_id"):
-            selects.append(f"SELECT seq FROM {MESSAGES.table} WHERE {id_column} = %s")
-            params = [*params, words[0]]
-    if not selects:
+        sql, params = with_id_lookups(sql, params, words[0])
+    if not sql:
         return Condition(refused=refused)
-    return Condition(Q(pk__in=RawSQL(" UNION ALL ".join(selects), params)), refused=refused)
+    return Condition(Q(InRows("pk", (sql, params))), refused=refused)
 
 
 class EstimatingPaginator(Paginator):
