@@ -74,6 +74,33 @@ class SubqueryJoin:
     promote = demote  # a match is required: the join never becomes LEFT OUTER
 
 
+class InRows(Expression):
+    """``<field> IN (<sql>)``: a boolean filter on the values a storage-built subquery selects.
+
+    The admin's changelist search filters by its hits this way (``sql`` from the search compilers),
+    so the database joins them and nothing but the query text crosses the wire. ``sql`` is a
+    callable ``(connection) -> (sql, params)`` or a ``(sql, params)`` pair built for the query's database.
+    """
+
+    output_field = models.BooleanField()
+
+    def __init__(self, field: str, sql: Any) -> None:
+        super().__init__()
+        self.lhs: Any = models.F(field)
+        self.sql = sql
+
+    def get_source_expressions(self) -> list:
+        return [self.lhs]
+
+    def set_source_expressions(self, exprs: list) -> None:
+        (self.lhs,) = exprs
+
+    def as_sql(self, compiler, connection) -> tuple[str, list]:
+        lhs, lhs_params = compiler.compile(self.lhs)
+        sql, params = self.sql(connection) if callable(self.sql) else self.sql
+        return f"{lhs} IN ({sql})", [*lhs_params, *params]
+
+
 class JoinedColumn(Expression):
     """A column of a joined subquery, as an expression Django can relabel and group by."""
 

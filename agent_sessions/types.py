@@ -267,23 +267,35 @@ def fit_index(text: str, budget: int | None = None) -> str:
 
 
 def tool_text(message: dict, limits: conf.MessageLimits | None = None) -> str:
-    """Secondary search text: tool inputs, outputs and errors and reasoning, joined by newlines.
+    """Secondary search text: file parts' names, then tool inputs, outputs and errors and reasoning,
+    joined by newlines.
 
     Kept apart from :func:`text_content` (which foreign writers fill with the text parts
     only) and ranked below it.  Structured values contribute their string and number
     leaves, not JSON syntax, so ``{"error": "TimeoutError upstream"}`` indexes as words.
-    Bounded by ``AGENT_SESSIONS_SEARCH_TOOL_TEXT_CHARS``.
+    File names come first, so a long tool output never cuts them (migration 0004 adds them
+    to older rows in that place). Bounded by ``AGENT_SESSIONS_SEARCH_TOOL_TEXT_CHARS``.
     """
     budget = conf.search_tool_text_chars() if limits is None else limits.tool_text_chars
     chunks: list[str] = []
     size = 0
-    for value in _tool_values(message.get("parts") or []):
+    parts = message.get("parts") or []
+    for value in [file_names(parts), *_tool_values(parts)]:
         for leaf in _leaves(value):
             if size >= budget:
                 break
             chunks.append(leaf)
             size += len(leaf) + 1
     return "\n".join(chunks)[:budget].replace("\x00", " ")
+
+
+def file_names(parts: list) -> list[str]:
+    """The ``filename`` of each file part (``{"type": "file", "filename": …}``) that has one."""
+    return [
+        part["filename"]
+        for part in parts
+        if isinstance(part, dict) and part.get("type") == "file" and isinstance(part.get("filename"), str)
+    ]
 
 
 def _tool_values(parts: list) -> list[Any]:

@@ -30,6 +30,8 @@ DATABASES = {
         "PORT": os.environ.get("PGPORT", "5432"),
     },
 }
+if os.environ.get("BENCH_DEFAULT_DB") == "postgres":  # for benches that go through the admin (bench.admin_search)
+    DATABASES["default"] = dict(DATABASES["postgres"])
 DEBUG = False
 CELERY_TASK_ALWAYS_EAGER = True
 CELERY_BROKER_URL = "memory://"

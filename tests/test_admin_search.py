@@ -6,6 +6,8 @@ import json
 import re
 
 import pytest
+from django.db import connections
+from django.test.utils import CaptureQueriesContext
 
 from agent_sessions.admin.search import matches
 from agent_sessions.models import Compaction, Message, SessionRecord
@@ -85,10 +87,52 @@ def test_matches_counts_honestly_beyond_the_cap(many_sessions):
     assert matches('"unterminated', using="default").count == 0
 
 
-def test_capped_search_says_so_on_the_page(admin_client, many_sessions, monkeypatch):
-    monkeypatch.setattr("agent_sessions.admin.search.MATCH_CAP", 100)
+def test_the_changelist_sends_the_search_not_its_hits(admin_client, many_sessions):
+    """The search is one ``IN (search SQL)`` condition: the SQL sent and the queries made do not grow with hits."""
+
+    def page(term: str) -> tuple[int, int, str]:
+        with CaptureQueriesContext(connections["default"]) as sent:
+            html = admin_client.get(f"{BASE}/message/", {"q": term}).content.decode()
+        return len(sent.captured_queries), max(len(q["sql"]) for q in sent.captured_queries), html
+
+    few_queries, few_longest, few = page("session 7")
+    many_queries, many_longest, many = page("timeout")
+    assert (result_count(few), result_count(many)) == (3, 630)
+    assert many_queries == few_queries
+    assert many_longest < 4_000  # 630 hits; the old IN lists grew by ~30 bytes a hit
+    assert abs(many_longest - few_longest) < 500
+
+
+def test_sessions_changelist_search_is_one_condition(admin_client, many_sessions):
+    with CaptureQueriesContext(connections["default"]) as sent:
+        html = admin_client.get(f"{BASE}/sessionrecord/", {"q": "timeout"}).content.decode()
+    assert result_count(html) == 210
+    assert max(len(q["sql"]) for q in sent.captured_queries) < 4_000
+
+
+def test_counts_past_the_threshold_are_estimated_and_say_so(admin_client, many_sessions, monkeypatch, is_postgres):
+    monkeypatch.setattr("agent_sessions.admin.search.EXACT_COUNT", 100)
+    with connections["default"].cursor() as cursor:
+        if is_postgres:
+            cursor.execute("ANALYZE assistant_messages")
     html = admin_client.get(f"{BASE}/message/", {"q": "timeout"}).content.decode()
-    assert "more than 100 messages match; refine the query to see them all." in html
+    assert html.count('class="field-message_id"') == 100
+    if is_postgres:  # the planner's estimate, said to be one
+        assert "the database&#x27;s estimate: counts are exact up to 100" in html
+        assert result_count(html) > 100
+    else:  # SQLite keeps no estimates: the count stays exact
+        assert "estimate" not in html
+        assert result_count(html) == 630
+    small = admin_client.get(f"{BASE}/message/", {"q": "timeout session 7"}).content.decode()
+    assert result_count(small) == 3
+    assert "estimate" not in small
+
+
+def test_refused_and_empty_searches(admin_client, many_sessions):
+    html = admin_client.get(f"{BASE}/message/", {"q": '"unterminated'}).content.decode()
+    assert result_count(html) == 0
+    html = admin_client.get(f"{BASE}/message/", {"q": "* --"}).content.decode()
+    assert result_count(html) == 0
 
 
 def test_records_link_to_each_other(admin_client, db):
@@ -103,3 +147,12 @@ def test_records_link_to_each_other(admin_client, db):
     html = admin_client.get(f"{BASE}/compaction/{overlay.pk}/change/").content.decode()
     assert 'tree/?leaf=u1#msg-u1">u1</a>' in html
     assert 'tree/?leaf=a1#msg-a1">a1</a>' in html
+
+
+def test_message_ids_and_session_ids_are_found_in_the_same_condition(admin_client, many_sessions):
+    html = admin_client.get(f"{BASE}/message/", {"q": "s007-1"}).content.decode()
+    assert result_count(html) == 1
+    html = admin_client.get(f"{BASE}/message/", {"q": "s007"}).content.decode()
+    assert result_count(html) == 3  # its messages, by session id
+    html = admin_client.get(f"{BASE}/message/", {"q": "s212"}).content.decode()
+    assert result_count(html) == 1  # no word hit, the id still is

@@ -32,6 +32,7 @@ def chat(api):
     return sid
 
 
+SUMMARIES = 1  # a search also ranks the compaction summaries (their own index), before the messages
 TRANSACTION = 2  # inside the test's transaction the route's atomic block is SAVEPOINT … RELEASE
 
 
@@ -56,7 +57,7 @@ def test_session_search_is_auth_owner_and_one_query(api, chat):
     with CaptureQueriesContext(connection) as queries:
         response = api.get(f"/sessions/{chat}/search", q="deploy", limit=2)
     assert len(response.json()["results"]) == 2
-    assert len(_without_stem_probes(queries.captured_queries)) == AUTH + OWNER + 1
+    assert len(_without_stem_probes(queries.captured_queries)) == AUTH + OWNER + SUMMARIES + 1
 
 
 def test_search_across_sessions_filters_owners_inside_the_search_query(api, bob_api, chat):
@@ -65,8 +66,8 @@ def test_search_across_sessions_filters_owners_inside_the_search_query(api, bob_
     with CaptureQueriesContext(connection) as queries:
         response = api.get("/search", q="deploy")
     assert {hit["session_id"] for hit in response.json()["results"]} == {chat}
-    # one query: the owner filter is part of the ranking query
-    assert len(_without_stem_probes(queries.captured_queries)) == AUTH + 1
+    # one query per index searched: the owner filter is part of each ranking query
+    assert len(_without_stem_probes(queries.captured_queries)) == AUTH + SUMMARIES + 1
 
 
 def test_append_is_owner_insert_and_touch_in_one_transaction(api, chat, django_assert_num_queries):

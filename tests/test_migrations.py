@@ -142,9 +142,17 @@ def _applied(rows: list[str]) -> set[str]:
     return {r["name"] for r in map(json.loads, rows) if r["app"] == "agent_sessions"}
 
 
-LATER_OBJECTS = ("model_call", "modelcall", "export_sessionrecord", "compact_sessionrecord")
+LATER_OBJECTS = (
+    "model_call",
+    "modelcall",
+    "export_sessionrecord",
+    "compact_sessionrecord",
+    "assistant_compactions_fts",
+    "assistant_cmp_summary_fts",
+)
 """Names in what later migrations add (0002: the model-call records' tables, indexes and trigger; their
-content types and permissions; 0003: the admin's export and compact permissions)."""
+content types and permissions; 0003: the admin's export and compact permissions; 0004: the compaction
+summaries' full-text tables, triggers and index)."""
 
 
 def _later(row: str) -> bool:

@@ -34,6 +34,7 @@ FRAGMENT = "a fragment built in this module under the same rule; user values are
 ALLOWED: dict[str, dict[str, str]] = {
     "search/fts5.py": {
         "_PROBE": "module constant: the temp table's name",
+        "filters.keys": "'seq' or 'session_id' (checked by search.run.match_sql)",
         "target.table": TARGET,
         "target.fts": TARGET,
         "target.trigram": TARGET,
@@ -69,6 +70,7 @@ ALLOWED: dict[str, dict[str, str]] = {
         "after_snippet": "plan.snippet_columns: ', m.' + target.extra (a TARGET name) or ''",
     },
     "search/tsquery.py": {
+        "filters.keys": "'seq' or 'session_id' (checked by search.run.match_sql)",
         "target.table": TARGET,
         "target.tsv": TARGET,
         "target.text": TARGET,
@@ -175,6 +177,7 @@ ALLOWED: dict[str, dict[str, str]] = {
         "HAS_OVERLAYS": "module constant: the overlay-existence subquery (%s placeholder)",
     },
     "storage/postgres.py": {
+        "sql": "estimated_rows: a queryset's SQL as Django's compiler wrote it, its values in params",
         "', '.join(['to_regprocedure(%s) IS NOT NULL'] * len(_READS))": "one placeholder per read function",
         "postgres_append.LOCK.format(key='%s')": "module constant: the lock expression, with a placeholder",
         "insert": "locked_insert: appends.statement(), the append's SQL from code constants, with placeholders",

@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote
+from django.db import router
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.template.loader import render_to_string
@@ -20,11 +21,12 @@ from django.utils.text import Truncator
 
 from ..models import Compaction, CompactionJob, ContextBlockRecord, Message, SearchEntry
 from ..storage.orm import DjangoSessionProvider
+from . import search
 from .model_calls_page import recorded_replies
 from .parts import part_views
 from .permissions import access
-from .search import BoundedSearchAdmin
-from .sessions import TreeMedia, text_matches
+from .search import BoundedSearchAdmin, EstimatedCountAdmin
+from .sessions import TreeMedia, text_condition
 
 
 def tree_link(session_id: str, focus: str | None = None, label: str | None = None) -> str:
@@ -40,7 +42,7 @@ def excerpt(text: str | None, chars: int = 100) -> str:
 
 
 @admin.register(Message)
-class MessageAdmin(BoundedSearchAdmin):
+class MessageAdmin(EstimatedCountAdmin, BoundedSearchAdmin):
     """Read-only view of stored messages; writes go through the Session API, which keeps totals right."""
 
     list_display = ("message_id", "session_link", "role", "text", "tokens", "path_tokens", "depth", "created_at")
@@ -125,13 +127,25 @@ class MessageAdmin(BoundedSearchAdmin):
         return format_html('<pre class="as-json">{}</pre>', text)
 
     def get_search_results(self, request: HttpRequest, queryset: QuerySet, search_term: str) -> tuple[QuerySet, bool]:
-        """Exact ids, plus full-text hits across every session (storage.orm.search)."""
-        results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
-        if search_term.strip():
-            found = text_matches(request, search_term)
-            if found.keys:
-                results = results | queryset.filter(found.messages())
-        return results, may_have_duplicates
+        """Full-text hits across every session and messages whose id or session id is the term: one
+        ``seq IN (search SQL UNION ALL id lookups)`` condition (see ``search.text_condition``)."""
+        if not search_term.strip():
+            return queryset, False
+        found = text_condition(request, search_term, "seq", exact_ids=True)
+        if found is None:
+            return queryset.none(), False
+        self._point_at_summaries(request, search_term)
+        return queryset.filter(found), False
+
+    def _point_at_summaries(self, request: HttpRequest, search_term: str) -> None:
+        """A link to the compaction changelist when summaries match too (for users who may read them)."""
+        if not request.user.has_perm("agent_sessions.view_compaction"):
+            return
+        using = router.db_for_read(Compaction)
+        summaries = search.text_condition(search_term, using=using, summaries=True).q
+        if summaries is not None and Compaction.objects.using(using).filter(summaries).exists():
+            url = reverse("admin:agent_sessions_compaction_changelist") + "?" + urlencode({"q": search_term})
+            messages.info(request, format_html('Compaction summaries match too: <a href="{}">see them</a>.', url))
 
     def delete_model(self, request: HttpRequest, obj: Message) -> None:
         DjangoSessionProvider(obj.session_id).delete_messages([obj.message_id])
@@ -148,7 +162,8 @@ class MessageAdmin(BoundedSearchAdmin):
 @admin.register(Compaction)
 class CompactionAdmin(BoundedSearchAdmin):
     list_display = ("compaction_id", "session_link", "from_message", "to_message", "short_summary", "created_at")
-    search_fields = ("=compaction_id", "=session__id", "summary")
+    search_fields = ("=compaction_id", "=session__id")
+    search_help_text = "Words from the summary (full-text, every word must match), or an exact overlay/session id."
     readonly_fields = ("compaction_id", "session_link", "from_message", "to_message", "created_at")
     fields = ("compaction_id", "session_link", "from_message", "to_message", "summary", "created_at")
     ordering = ("-seq",)
@@ -172,6 +187,15 @@ class CompactionAdmin(BoundedSearchAdmin):
     @admin.display(description="summary")
     def short_summary(self, obj: Compaction) -> str:
         return excerpt(obj.summary)
+
+    def get_search_results(self, request: HttpRequest, queryset: QuerySet, search_term: str) -> tuple[QuerySet, bool]:
+        """Exact ids, plus summaries matching through their full-text index (migration 0004)."""
+        results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
+        if search_term.strip():
+            found = text_condition(request, search_term, "seq", summaries=True)
+            if found is not None:
+                results = results | queryset.filter(found)
+        return results, may_have_duplicates
 
 
 @admin.register(ContextBlockRecord)

@@ -29,23 +29,26 @@ from ..models import (
     SearchEntry,
     SessionRecord,
 )
-from . import export, hooks
+from . import export, hooks, search
 from .compare import compare_inputs
 from .long_text import long_text
 from .model_calls_page import Filters, input_context, read_input, timeline_context
 from .permissions import Access, access
-from .search import BoundedSearchAdmin, Matches, matches
+from .search import BoundedSearchAdmin, EstimatedCountAdmin
 from .tree_page import FRAGMENT_LIMIT, Urls, fragment_context, tree_context
 
 
-def text_matches(request: HttpRequest, search_term: str) -> Matches:
-    """Full-text matches of a changelist search box (a warning on the page when there are more than the cap)."""
-    found = matches(search_term, using=router.db_for_read(Message))
+def text_condition(
+    request: HttpRequest, search_term: str, column: str, summaries: bool = False, exact_ids: bool = False
+) -> Q | None:
+    """A changelist search box's full-text condition (see :func:`.search.text_condition`); a warning on the
+    page when the search language refuses the query, None when nothing can match."""
+    found = search.text_condition(
+        search_term, using=router.db_for_read(Message), column=column, summaries=summaries, exact_ids=exact_ids
+    )
     if found.refused:
         messages.warning(request, f"Full-text search refused: {found.refused}.")
-    if found.capped:
-        messages.warning(request, f"Full-text search: {found.label}; refine the query to see them all.")
-    return found
+    return found.q
 
 
 def compaction_state_subquery() -> Subquery:
@@ -89,7 +92,7 @@ class TreeMedia:
 
 
 @admin.register(SessionRecord)
-class SessionRecordAdmin(BoundedSearchAdmin):
+class SessionRecordAdmin(EstimatedCountAdmin, BoundedSearchAdmin):
     list_display = (
         "__str__",
         "model",
@@ -189,9 +192,9 @@ class SessionRecordAdmin(BoundedSearchAdmin):
         """Name/id matches plus sessions having a message with every word (FTS5 / tsvector)."""
         results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
         if search_term.strip() and access(request).messages:  # else which sessions match would leak the words
-            found = text_matches(request, search_term)
-            if found.keys:
-                results = results | queryset.filter(found.sessions())
+            found = text_condition(request, search_term, "session_id")
+            if found is not None:
+                results = results | queryset.filter(found)
         return results, may_have_duplicates
 
     def get_search_help_text(self, request: HttpRequest) -> str:

@@ -474,7 +474,12 @@ def _hits(session_id: str, query: str, page: int, tree: Tree, links: Links, *, u
     page = min(max(page, 1), pages)
     try:
         results = search(
-            query, session_id=session_id, limit=HITS_PER_PAGE, offset=(page - 1) * HITS_PER_PAGE, using=using
+            query,
+            session_id=session_id,
+            limit=HITS_PER_PAGE,
+            offset=(page - 1) * HITS_PER_PAGE,
+            using=using,
+            summaries=False,  # the page lists messages (their count is ``found``); overlays show in the tree
         )
     except (AgentSessionsError, ValueError) as exc:
         return Hits(query, found, [], 1, 1, [], error=str(exc))

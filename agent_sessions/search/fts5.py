@@ -117,6 +117,26 @@ def _other_group(group: AnyOf, target: Target, params: list, variants: Variants)
     return "(" + " OR ".join(tests) + ")"
 
 
+def _exact_group(group: AnyOf, target: Target, params: list, variants: Variants) -> str:
+    """For a group with a compound term (``db-replica-3``): a hit contains one alternative as such.
+
+    FTS5 matches a compound as the phrase of its tokens (``db replica 3``), which prose and
+    other punctuation also make; the term itself must be a substring of the text or tool text.
+    Empty when no alternative is compound (the index alone is exact)."""
+    if not any(t.compound for t in group.terms):
+        return ""
+    tests = []
+    for term in group.terms:
+        if term.compound:
+            tests.append(_contains_any(target, Term(term.core), params))
+        elif term.cjk:
+            tests.append(_contains_any(target, term, params))
+        else:
+            tests.append(f"m.seq IN (SELECT rowid FROM {target.fts} WHERE {target.fts} MATCH %s)")
+            params.append(_any([term], variants))
+    return "(" + " OR ".join(tests) + ")"
+
+
 def _roles_in(column: str, roles: tuple[str, ...], params: list) -> str:
     params.extend(roles)
     return f"{column} IN ({', '.join(['%s'] * len(roles))})" if roles else "1 = 0"
@@ -158,11 +178,21 @@ def compile_query(cursor, query: Query, target: Target, filters: Filters) -> tup
         where_params.insert(at, sub_expr)
     for group in parts.other:
         where.append(_other_group(group, target, where_params, variants))
+    for group in (*parts.words, *parts.other):
+        exact = _exact_group(group, target, where_params, variants)
+        if exact:
+            where.append(exact)
     if parts.excluded_words and not word_expr:
         where.append(f"m.seq NOT IN (SELECT rowid FROM {target.fts} WHERE {target.fts} MATCH %s)")
         where_params.append(_any(parts.excluded_words, variants))
     for term in parts.excluded_substrings:
         where.append(f"NOT {_contains_any(target, term, where_params)}")
+
+    if filters.keys:
+        return f"SELECT m.{filters.keys} FROM {source}" + (" WHERE " + " AND ".join(where) if where else ""), [
+            *from_params,
+            *where_params,
+        ]
 
     order, order_params = [], []
     ranks = [_bm25(t, target) for t, used in ((target.fts, word_expr), (target.trigram, sub_expr)) if used]

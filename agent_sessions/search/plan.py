@@ -24,6 +24,10 @@ class Target:
     extra: str = ""  # a second, lower-ranked text column searched with ``text`` (messages: tool_text)
     owned_scopes: str = ""  # SQL of the scope values one owner has (one %s: the owner), for Filters.owner
 
+    def tsv_sql(self, alias: str) -> str:
+        """The row's tsvector: the ``tsv`` column, or ``tsv`` as an expression with ``{m}`` for ``alias``."""
+        return self.tsv.replace("{m}", alias) if "{m}" in self.tsv else alias + self.tsv
+
 
 MESSAGES = Target(
     table="assistant_messages",
@@ -36,6 +40,17 @@ MESSAGES = Target(
     extra="tool_text",
     owned_scopes="SELECT id FROM assistant_sessions WHERE owner_id = %s",
 )
+SUMMARIES = Target(
+    table="assistant_compactions",
+    text="summary",
+    columns=("id", "summary", "created_at", "session_id"),
+    scope="session_id",
+    fts="assistant_compactions_fts",
+    trigram="assistant_compactions_fts_trigram",
+    tsv="",  # Postgres: the indexed expression, set by the backend (it holds the text search configuration)
+    owned_scopes=MESSAGES.owned_scopes,
+)
+"""Compaction summaries (migration 0004 indexes them), found beside the messages they stand for."""
 ENTRIES = Target(
     table="cf_agents_search_entries",
     text="content",
@@ -62,6 +77,7 @@ class Filters:
     scan_rows: int = 50_000
     ranked: bool = False  # also select a ``rank`` column (higher is better), after the snippet
     owner: object = None  # only scopes this owner has (target.owned_scopes), e.g. the API caller's sessions
+    keys: str = ""  # only this column of every hit: no rank, order, page or snippet (a subquery's SQL)
 
 
 RANK_TYPE = "DOUBLE PRECISION"

@@ -77,6 +77,10 @@ def is_cjk(text: str) -> bool:
     return _CJK.search(text) is not None
 
 
+def _word_char(ch: str) -> bool:
+    return unicodedata.category(ch)[0] in "LNM"
+
+
 def _matchable(text: str) -> bool:
     # A word index only sees letters and numbers: "*" or "--" can match nothing.
     return any(unicodedata.category(ch)[0] in "LN" for ch in text)
@@ -103,6 +107,26 @@ class Term:
     def short(self) -> bool:
         """A CJK term too short for a trigram index (served by a bounded scan)."""
         return self.cjk and len(self.text) < SHORT_CJK
+
+    @property
+    def core(self) -> str:
+        """The text without leading and trailing punctuation (``(v1.2.3),`` → ``v1.2.3``)."""
+        start, end = 0, len(self.text)
+        while start < end and not _word_char(self.text[start]):
+            start += 1
+        while end > start and not _word_char(self.text[end - 1]):
+            end -= 1
+        return self.text[start:end]
+
+    @property
+    def compound(self) -> bool:
+        """One spaceless term with punctuation inside (``db-replica-3``, ``v1.2.3``, ``a@b.io``).
+
+        Word indexes cut it into several tokens; a hit must contain the term itself
+        (its :attr:`core`, case-insensitively), which both compilers test on top of the index.
+        """
+        core = self.core
+        return not self.cjk and not any(ch.isspace() for ch in core) and not all(_word_char(ch) for ch in core)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from . import args, cost
-from .plan import ENTRIES, MESSAGES, Filters, Target, finish
+from .plan import ENTRIES, MESSAGES, SUMMARIES, Filters, Target, finish
 from .query import Query
 
 Compiler = Callable[[object, Query, Target, Filters], tuple[str, list]]
@@ -75,6 +75,34 @@ def ranked_message_sql(cursor, compile_query: Compiler, query: Query, scope: str
     return compile_query(cursor, cost.check(query), RANKED_MESSAGES, filters)
 
 
+def match_sql(
+    cursor, compile_query: Compiler, query: Query, scope: str | None, column: str = "seq", target: Target = MESSAGES
+) -> tuple[str, list]:
+    """``(sql, params)`` selecting ``column`` (``seq`` or ``session_id``) of every row of ``target`` (messages,
+    or :data:`~.plan.SUMMARIES`) matching ``query`` (in ``scope`` if given).
+
+    Unranked and unordered: a condition the database evaluates itself (``seq IN (…)``), so a
+    changelist filters, counts and pages its hits without their keys crossing the wire.
+    ``query`` must be non-empty and checked against the cost limits."""
+    if column not in ("seq", "session_id"):
+        raise ValueError(f"no such key column: {column!r}")
+    filters = Filters(scope=scope, scan_rows=args.scan_rows(), keys=column)
+    return compile_query(cursor, query, replace(target, columns=("seq",)), filters)
+
+
+MESSAGE_BY_ID = "SELECT seq FROM assistant_messages WHERE id = %s"
+MESSAGES_OF_SESSION = "SELECT seq FROM assistant_messages WHERE session_id = %s"
+
+
+def with_id_lookups(sql: str, params: list, term: str) -> tuple[str, list]:
+    """``sql`` (``seq`` rows, or empty for none) plus the messages whose id or session id is ``term``.
+
+    One ``UNION ALL`` inside the caller's ``IN``: an ``OR`` beside the ``IN`` would make the
+    database test every row instead of joining the hits (docs/performance.md, S3)."""
+    selects = [s for s in (sql, MESSAGE_BY_ID, MESSAGES_OF_SESSION) if s]
+    return " UNION ALL ".join(selects), [*params, term, term]
+
+
 @dataclass(frozen=True)
 class Searcher:
     """A backend's ``search_messages`` / ``search_entries``, over its own compiler."""
@@ -103,6 +131,23 @@ class Searcher:
             scope=session_id, limit=limit, offset=offset, role=role, snippets=snippets, owner=owner,
         )  # fmt: skip
 
+    def search_summaries(
+        self,
+        cursor,
+        session_id: str | None,
+        terms,
+        limit: int,
+        *,
+        offset: int = 0,
+        snippets: bool = False,
+        owner: object = None,
+    ) -> list[tuple]:
+        """Compaction summaries matching ``terms``: rows ``(id, summary, created_at, session_id)`` (+ snippet)."""
+        return search_rows(
+            cursor, self.compile_query, SUMMARIES, terms,
+            scope=session_id, limit=limit, offset=offset, snippets=snippets, owner=owner,
+        )  # fmt: skip
+
     def search_entries(
         self, cursor, label: str, terms, limit: int, *, offset: int = 0, snippets: bool = False
     ) -> list[tuple]:
@@ -114,6 +159,12 @@ class Searcher:
     def match_keys(self, cursor, query: Query, scope: str | None, limit: int) -> list[tuple]:
         """``(id, session_id, seq)`` of up to ``limit`` matches (see :func:`match_keys`)."""
         return match_keys(cursor, self.compile_query, query, scope, limit)
+
+    def match_sql(
+        self, cursor, query: Query, scope: str | None, column: str = "seq", target: Target = MESSAGES
+    ) -> tuple[str, list]:
+        """SQL of ``column`` of every match, unordered (see :func:`match_sql`)."""
+        return match_sql(cursor, self.compile_query, query, scope, column, target)
 
     def ranked_messages(self, cursor, query: Query, scope: str | None) -> tuple[str, list]:
         """SQL of every matching message as ``seq, snippet, rank`` rows (see :func:`ranked_message_sql`)."""

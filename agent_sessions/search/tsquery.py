@@ -30,8 +30,41 @@ HEADLINE_OPTIONS = (
 
 
 def _term(term: Term, config: str, params: list) -> str:
+    """A word's tsquery; a phrase's or a compound term's keeps its tokens adjacent (``<->``).
+
+    The default parser indexes ``db-replica-3`` as ``db-replica``, ``db``, ``replica``, ``3``
+    in a row (``v1.2.3`` and ``a@b.io`` as one token each): ANDing them would match the
+    parts anywhere."""
+    if term.compound:
+        params += [config, term.core]
+        return "phraseto_tsquery(%s::regconfig, %s)"
     params += [config, term.text]
     return f"{'phraseto_tsquery' if term.phrase else 'plainto_tsquery'}(%s::regconfig, %s)"
+
+
+def _contains(target: Target, term: Term, params: list) -> str:
+    """``term``'s core is a substring (any case) of the text column or the ``extra`` one."""
+    columns = [c for c in (target.text, target.extra) if c]
+    params.extend([like_pattern(term.core)] * len(columns))
+    return "(" + " OR ".join(f"COALESCE(m.{c}, '') ILIKE %s" for c in columns) + ")"
+
+
+def _exact_group(group: AnyOf, target: Target, config: str, params: list) -> str:
+    """For a group with a compound term: a hit contains one alternative as such (empty otherwise).
+
+    The tsquery finds the compound's tokens in a row, which ``db-replica 3`` also makes;
+    the term itself must be a substring of the text or tool text."""
+    if not any(t.compound for t in group.terms):
+        return ""
+    tests = []
+    for term in group.terms:
+        if term.compound:
+            tests.append(_contains(target, term, params))
+        elif term.cjk:
+            tests.append(_substring(target, term, params))
+        else:
+            tests.append(f"{target.tsv_sql('m.')} @@ {_term(term, config, params)}")
+    return "(" + " OR ".join(tests) + ")"
 
 
 def _any(terms: tuple[Term, ...] | list[Term], config: str, params: list) -> str:
@@ -67,7 +100,7 @@ def _other_group(group: AnyOf, target: Target, config: str, params: list) -> str
         if term.cjk:
             tests.append(_substring(target, term, params))
         else:
-            tests.append(f"m.{target.tsv} @@ {_term(term, config, params)}")
+            tests.append(f"{target.tsv_sql('m.')} @@ {_term(term, config, params)}")
     return "(" + " OR ".join(tests) + ")"
 
 
@@ -124,23 +157,35 @@ def compile_query(query: Query, target: Target, filters: Filters, config: str) -
         # Nothing matches when every required word is a stop word (rather than
         # ``!!excluded`` alone matching nearly everything); a constant test.
         lead: list = [*pos_params]
-        where[:0] = [f"numnode({positive}) > 0", f"m.{target.tsv} @@ {q(lead)}"]
+        where[:0] = [f"numnode({positive}) > 0", f"{target.tsv_sql('m.')} @@ {q(lead)}"]
         where_params[:0] = lead
     for group in parts.substrings:
         where.append("(" + " OR ".join(_substring(target, t, where_params) for t in group.terms) + ")")
     for group in parts.other:
         where.append(_other_group(group, target, config, where_params))
+    for group in (*parts.words, *parts.other):
+        exact = _exact_group(group, target, config, where_params)
+        if exact:
+            where.append(exact)
     if parts.excluded_words and not tsq:
-        where.append(f"NOT COALESCE(m.{target.tsv} @@ {_any(parts.excluded_words, config, where_params)}, false)")
+        where.append(
+            f"NOT COALESCE({target.tsv_sql('m.')} @@ {_any(parts.excluded_words, config, where_params)}, false)"
+        )
     for term in parts.excluded_substrings:
         where.append(_substring(target, term, where_params, negate=True))
+
+    if filters.keys:
+        return f"SELECT m.{filters.keys} FROM {source}" + (" WHERE " + " AND ".join(where) if where else ""), [
+            *from_params,
+            *where_params,
+        ]
 
     ranks: list[str] = []
     rank_params: list[object] = []
     if tsq:
         # The text is weight A, the extra column weight D (content_tsv as the initial migration builds it).
         weights = f"'{{{EXTRA_WEIGHT}, 0.2, 0.4, 1.0}}'::float4[], " if target.extra else ""
-        ranks.append(f"ts_rank_cd({weights}m.{target.tsv}, {q(rank_params)}, 1)")
+        ranks.append(f"ts_rank_cd({weights}{target.tsv_sql('m.')}, {q(rank_params)}, 1)")
     needles = [t for t in query.terms if t.cjk]
     if needles:
         ranks.append(occurrences_sql(f"m.{target.text}", needles, "greatest"))

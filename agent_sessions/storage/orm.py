@@ -23,7 +23,9 @@ from ..exceptions import InvalidMessage, MessageCycle
 from ..models import Compaction, Message
 from ..overlays import apply_overlays
 from ..reconnect import read_with_retry, ready
+from ..search.args import page as page_bounds
 from ..search.args import query_terms
+from ..search.args import roles as role_filter
 from ..tokens import estimate_message_tokens, estimate_one_message_tokens
 from ..types import (
     HistoryRowStat,
@@ -904,6 +906,7 @@ def search(
     offset: int = 0,
     role: str | Iterable[str] | None = None,
     owner: object = None,
+    summaries: bool = True,
 ) -> list[SearchResult]:
     """Messages matching ``query`` (one session, or all when ``session_id`` is None), best first.
 
@@ -911,19 +914,47 @@ def search(
     OR, -excluded; CJK by substring). ``offset`` pages; ``role`` (a string or
     several) filters; ``owner`` (a user id) keeps the sessions that user owns,
     inside the ranking query. Each hit carries a highlighted ``snippet``.
+    Compaction summaries that match come first (id ``compaction_<overlay id>``, role
+    ``assistant``, as the overlay reads in a history), then messages; ``summaries=False``: messages only.
     """
     terms = query_terms(query)
     if not terms:
         return []
+    limit, offset = page_bounds(limit, offset)
+    roles = role_filter(role)
     alias = using or router.db_for_read(Message)
     backend = backends.for_alias(alias)
     with connections[alias].cursor() as cursor:
-        rows = backend.search_messages(
-            cursor, session_id, terms, limit, offset=offset, role=role, snippets=True, owner=owner
-        )
-    return [
-        SearchResult(
-            id=mid, role=who, content=content, created_at=as_datetime(created_at), session_id=sid, snippet=snippet
-        )
-        for mid, who, content, created_at, sid, snippet in rows
-    ]
+        found: list[SearchResult] = []
+        if summaries and limit and (roles is None or SUMMARY_ROLE in roles):
+            rows = backend.search_summaries(cursor, session_id, terms, offset + limit, snippets=True, owner=owner)
+            found = [summary_hit(*row) for row in rows]
+        hits = found[offset : offset + limit]
+        if len(hits) < limit:  # the summaries are all counted: the messages continue the page
+            rows = backend.search_messages(
+                cursor, session_id, terms, limit - len(hits), offset=max(0, offset - len(found)),
+                role=role, snippets=True, owner=owner,
+            )  # fmt: skip
+            hits += [
+                SearchResult(
+                    id=mid, role=who, content=content, created_at=as_datetime(created_at), session_id=sid, snippet=snip
+                )
+                for mid, who, content, created_at, sid, snip in rows
+            ]
+    return hits
+
+
+SUMMARY_ROLE = "assistant"
+"""The role of a summary hit: an overlay is read as an assistant message (``compaction_<id>``)."""
+
+
+def summary_hit(overlay_id: str, summary: str, created_at: object, session_id: str, snippet: str) -> SearchResult:
+    """A compaction summary as a search hit, with the id its overlay has as a message (``compaction_<id>``)."""
+    return SearchResult(
+        id=f"compaction_{overlay_id}",
+        role=SUMMARY_ROLE,
+        content=summary,
+        created_at=as_datetime(created_at),
+        session_id=session_id,
+        snippet=snippet,
+    )

@@ -8,16 +8,19 @@ migration's, written out in ``migrations/_frozen_sql.py``.
 from __future__ import annotations
 
 import enum
+import json
 import select
 import weakref
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from django.db import ProgrammingError, connections, transaction
 
 from .. import conf
 from ..search import tsquery
+from ..search.plan import SUMMARIES
 from ..search.run import Searcher
 from . import appends, bare_reads, postgres_append, postgres_reads
 from .range_reads import ReadCalls
@@ -225,7 +228,11 @@ def read_calls(connection) -> ReadCalls:
 
 
 def _compile(cursor, query, target, filters):
-    return tsquery.compile_query(query, target, filters, conf.pg_text_search_config())
+    config = conf.pg_text_search_config()
+    if target.table == SUMMARIES.table:  # the expression migration 0004's GIN index is built on
+        quoted = "'" + config.replace("'", "''") + "'"
+        target = replace(target, tsv=f"to_tsvector({quoted}::regconfig, {{m}}summary)")
+    return tsquery.compile_query(query, target, filters, config)
 
 
 _searcher = Searcher(_compile)
@@ -233,6 +240,20 @@ search_messages = _searcher.search_messages
 search_entries = _searcher.search_entries
 ranked_messages = _searcher.ranked_messages
 match_keys = _searcher.match_keys
+match_sql = _searcher.match_sql
+search_summaries = _searcher.search_summaries
+
+
+def estimated_rows(cursor, sql: str, params: list | tuple) -> int | None:
+    """The planner's row estimate for ``sql`` (``EXPLAIN``, nothing runs): what a count past its
+    exact threshold shows. None when the plan cannot be read."""
+    cursor.execute("EXPLAIN (FORMAT JSON) " + sql, params)
+    row = cursor.fetchone()
+    plan: Any = json.loads(row[0]) if row and isinstance(row[0], str) else (row[0] if row else None)
+    try:
+        return max(0, int(plan[0]["Plan"]["Plan Rows"]))
+    except (TypeError, LookupError, ValueError):
+        return None
 
 
 def insert_many(cursor, table: str, columns: tuple[str, ...], param_rows: Iterable[list], per_statement: int) -> None:

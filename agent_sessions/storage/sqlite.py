@@ -109,6 +109,13 @@ search_messages = _searcher.search_messages
 search_entries = _searcher.search_entries
 ranked_messages = _searcher.ranked_messages
 match_keys = _searcher.match_keys
+match_sql = _searcher.match_sql
+search_summaries = _searcher.search_summaries
+
+
+def estimated_rows(cursor, sql: str, params: list | tuple) -> int | None:
+    """None: SQLite's planner keeps no row estimates, so a count stays exact (FTS5 counts are cheap)."""
+    return None
 
 
 def insert_many(cursor, table: str, columns: tuple[str, ...], param_rows: Iterable[list], per_statement: int) -> None:
