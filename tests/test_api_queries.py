@@ -32,7 +32,7 @@ def chat(api):
     return sid
 
 
-SUMMARIES = 1  # a search also ranks the compaction summaries (their own index), before the messages
+SUMMARIES = 1  # a page the messages do not fill goes on with the compaction summaries (their own index)
 TRANSACTION = 2  # inside the test's transaction the route's atomic block is SAVEPOINT … RELEASE
 
 
@@ -57,7 +57,11 @@ def test_session_search_is_auth_owner_and_one_query(api, chat):
     with CaptureQueriesContext(connection) as queries:
         response = api.get(f"/sessions/{chat}/search", q="deploy", limit=2)
     assert len(response.json()["results"]) == 2
-    assert len(_without_stem_probes(queries.captured_queries)) == AUTH + OWNER + SUMMARIES + 1
+    assert len(_without_stem_probes(queries.captured_queries)) == AUTH + OWNER + 1  # a full page: messages only
+    with CaptureQueriesContext(connection) as queries:
+        response = api.get(f"/sessions/{chat}/search", q="deploy", limit=20)
+    assert len(response.json()["results"]) == 5
+    assert len(_without_stem_probes(queries.captured_queries)) == AUTH + OWNER + 1 + SUMMARIES
 
 
 def test_search_across_sessions_filters_owners_inside_the_search_query(api, bob_api, chat):

@@ -1,7 +1,7 @@
 """Compaction summaries and file names are found: by Session.search, across sessions, the API and the admin.
 
 Summaries have their own full-text index (migration 0004); a summary hit has the id its overlay
-has as a message (``compaction_<id>``) and comes before the messages. File names lead ``tool_text``.
+has as a message (``compaction_<id>``) and comes after the messages. File names lead ``tool_text``.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def compacted(session):
     return session, overlay
 
 
-def test_session_search_finds_a_summary_first(compacted):
+def test_session_search_finds_a_summary_after_the_messages(compacted):
     session, overlay = compacted
     hits = session.search("billing audit")
     assert [h.id for h in hits] == [f"compaction_{overlay.id}"]
@@ -53,17 +53,20 @@ def test_session_search_finds_a_summary_first(compacted):
     assert hits[0].session_id == session.session_id
     assert "**billing**" in hits[0].snippet
     both = session.search("ledger", limit=50)
-    assert both[0].id == f"compaction_{overlay.id}"
-    assert {h.id for h in both[1:]} == {f"m{i}" for i in range(6)}  # the messages follow
+    assert both[-1].id == f"compaction_{overlay.id}"
+    assert {h.id for h in both[:-1]} == {f"m{i}" for i in range(6)}  # the messages rank first
+    assert [h.id for h in session.search("ledger", limit=6)] == [h.id for h in both[:-1]]
     assert ids(session.search("db-replica-3")) == {f"compaction_{overlay.id}"}  # compound terms too
 
 
-def test_pages_run_through_the_summary_into_the_messages(compacted):
+def test_pages_run_through_the_messages_into_the_summary(compacted):
     session, overlay = compacted
     everything = [h.id for h in session.search("ledger", limit=50)]
     paged = [h.id for offset in range(0, 7, 2) for h in session.search("ledger", limit=2, offset=offset)]
     assert paged == everything
     assert len(everything) == 7
+    assert [h.id for h in session.search("ledger", limit=3, offset=5)] == everything[5:]
+    assert session.search("ledger", limit=2, offset=7) == []
 
 
 def test_role_filter_and_other_sessions(compacted, session_id):

@@ -914,8 +914,9 @@ def search(
     OR, -excluded; CJK by substring). ``offset`` pages; ``role`` (a string or
     several) filters; ``owner`` (a user id) keeps the sessions that user owns,
     inside the ranking query. Each hit carries a highlighted ``snippet``.
-    Compaction summaries that match come first (id ``compaction_<overlay id>``, role
-    ``assistant``, as the overlay reads in a history), then messages; ``summaries=False``: messages only.
+    Compaction summaries that match follow the messages (id ``compaction_<overlay id>``, role
+    ``assistant``, as the overlay reads in a history): a summary restates messages, which rank first;
+    ``summaries=False``: messages only.
     """
     terms = query_terms(query)
     if not terms:
@@ -925,22 +926,25 @@ def search(
     alias = using or router.db_for_read(Message)
     backend = backends.for_alias(alias)
     with connections[alias].cursor() as cursor:
-        found: list[SearchResult] = []
-        if summaries and limit and (roles is None or SUMMARY_ROLE in roles):
-            rows = backend.search_summaries(cursor, session_id, terms, offset + limit, snippets=True, owner=owner)
-            found = [summary_hit(*row) for row in rows]
-        hits = found[offset : offset + limit]
-        if len(hits) < limit:  # the summaries are all counted: the messages continue the page
-            rows = backend.search_messages(
-                cursor, session_id, terms, limit - len(hits), offset=max(0, offset - len(found)),
-                role=role, snippets=True, owner=owner,
+        rows = backend.search_messages(
+            cursor, session_id, terms, limit, offset=offset, role=role, snippets=True, owner=owner
+        )  # fmt: skip
+        hits = [
+            SearchResult(
+                id=mid, role=who, content=content, created_at=as_datetime(created_at), session_id=sid, snippet=snip
+            )
+            for mid, who, content, created_at, sid, snip in rows
+        ]
+        if summaries and len(hits) < limit and (roles is None or SUMMARY_ROLE in roles):
+            # The messages ran out on this page: the summaries continue it, after every message.
+            if hits or not offset:
+                before = offset + len(hits)
+            else:  # a page past the last message: how many there were, to know where the summaries start
+                before = len(backend.search_messages(cursor, session_id, terms, offset, role=role, owner=owner))
+            rows = backend.search_summaries(
+                cursor, session_id, terms, limit - len(hits), offset=max(0, offset - before), snippets=True, owner=owner
             )  # fmt: skip
-            hits += [
-                SearchResult(
-                    id=mid, role=who, content=content, created_at=as_datetime(created_at), session_id=sid, snippet=snip
-                )
-                for mid, who, content, created_at, sid, snip in rows
-            ]
+            hits += [summary_hit(*row) for row in rows]
     return hits
 
 
