@@ -3,12 +3,15 @@ methods get ``a``-prefixed async twins declared with :func:`async_twin`."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 from collections.abc import Callable, Coroutine
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from asgiref.sync import async_to_sync, sync_to_async
+from asgiref.sync import AsyncToSync, async_to_sync, sync_to_async
+
+from . import dbthreads
 
 T = TypeVar("T")
 S = TypeVar("S")
@@ -47,8 +50,27 @@ async def acall(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     return result
 
 
+def in_parent_sync_thread() -> bool:
+    """True when this coroutine runs under ``async_to_sync`` called from a sync thread: that thread
+    may hold an open ``transaction.atomic``, so database work must go back to it (its connection)."""
+    if getattr(AsyncToSync.executors, "current", None) is not None:
+        return True
+    try:
+        return asyncio.get_running_loop() in AsyncToSync.loop_thread_executors
+    except RuntimeError:
+        return False
+
+
+async def run_sync(fn: Callable[..., R], *args: Any, **kwargs: Any) -> R:
+    """Run sync database code from async code: in the pool of :mod:`agent_sessions.dbthreads` (up to
+    ``AGENT_SESSIONS_ASYNC_THREADS`` at once), or in the calling sync thread when there is one."""
+    if in_parent_sync_thread():
+        return await sync_to_async(fn, thread_sensitive=True)(*args, **kwargs)
+    return await sync_to_async(fn, thread_sensitive=False, executor=dbthreads.pool())(*args, **kwargs)
+
+
 def async_twin(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], Coroutine[Any, Any, R]]:
-    """The ``a``-prefixed coroutine twin of a sync method: runs it in Django's sync thread.
+    """The ``a``-prefixed coroutine twin of a sync method: runs it with :func:`run_sync`.
 
     Declared in the class body (``aget_history = async_twin(get_history)``), so type
     checkers see the twin with the sync method's parameters.  The twin looks the method
@@ -57,21 +79,21 @@ def async_twin(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S
     name = method.__name__
 
     async def twin(self: S, *args: P.args, **kwargs: P.kwargs) -> R:
-        return await sync_to_async(getattr(self, name), thread_sensitive=True)(*args, **kwargs)
+        return await run_sync(getattr(self, name), *args, **kwargs)
 
     twin.__name__ = twin.__qualname__ = f"a{name}"
     twin.__module__ = method.__module__
-    twin.__doc__ = f"Async twin of :meth:`{name}` (runs it in Django's sync thread)."
+    twin.__doc__ = f"Async twin of :meth:`{name}` (runs it in a database thread)."
     return twin
 
 
 def _twin(name: str) -> Callable[..., Any]:
     async def method(self, *args, **kwargs):
-        return await sync_to_async(getattr(self, name), thread_sensitive=True)(*args, **kwargs)
+        return await run_sync(getattr(self, name), *args, **kwargs)
 
     method.__name__ = f"a{name}"
     method.__qualname__ = f"a{name}"
-    method.__doc__ = f"Async twin of :meth:`{name}` (runs it in Django's sync thread)."
+    method.__doc__ = f"Async twin of :meth:`{name}` (runs it in a database thread)."
     return method
 
 
