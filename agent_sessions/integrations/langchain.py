@@ -96,7 +96,7 @@ class DjangoChatMessageHistory(StoredHistory, BaseChatMessageHistory):
         self._store.clear()
 
     async def aget_messages(self) -> list[BaseMessage]:
-        """Async twin of :attr:`messages` (runs in Django's sync thread)."""
+        """Async twin of :attr:`messages` (runs in a database thread)."""
         return await run_sync(lambda: self.messages)
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
