@@ -46,17 +46,23 @@ class DatabaseThreads(Executor):
         try:
             while (item := self._work.get()) is not None:
                 future, fn, args, kwargs = item
-                if future.set_running_or_notify_cancel():
-                    try:
-                        result = fn(*args, **kwargs)
-                    except BaseException as exc:
-                        future.set_exception(exc)
-                    else:
-                        future.set_result(result)
-                    finally:
-                        _drop_broken_connections()
-                del item, future, fn, args, kwargs
+                del item
+                if not future.set_running_or_notify_cancel():
+                    self._idle.release()
+                    continue
+                try:
+                    outcome, failed = fn(*args, **kwargs), False
+                except BaseException as exc:
+                    outcome, failed = exc, True
+                del fn, args, kwargs
+                _drop_broken_connections()
+                # Idle before the caller hears back, so its next call finds this thread instead of starting one.
                 self._idle.release()
+                if failed:
+                    future.set_exception(outcome)
+                else:
+                    future.set_result(outcome)
+                del future, outcome
         finally:
             connections.close_all()
 

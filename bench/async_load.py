@@ -8,9 +8,10 @@ history read (3 operations a turn), on Postgres: directly, and through :mod:`ben
 operations per second (median over rounds) and the most connections to the bench database seen in
 ``pg_stat_activity`` while it ran (sampled every 20 ms).
 
-ours: ``Session.aappend_message`` / ``aget_history`` and ``AgentsSession.add_items`` / ``get_items``
-with ``AGENT_SESSIONS_ASYNC_THREADS`` database threads; ``ours, before`` is the same through
-asgiref's ``sync_to_async(thread_sensitive=True)`` (what every twin did before the thread pool).
+``ours``: ``Session.aappend_message`` / ``aget_history``, and ``ours, AgentsSession``:
+``add_items`` / ``get_items``, with ``AGENT_SESSIONS_ASYNC_THREADS`` database threads (16 in
+bench.settings); ``… before`` rows run the same through asgiref's ``sync_to_async(thread_sensitive=True)``
+(what every twin did before the thread pool).
 Peers: the Agents SDK's ``SQLAlchemySession`` on asyncpg (its default pool: 5 + 10 overflow) and
 langchain-postgres' ``PostgresChatMessageHistory`` on async psycopg connections from a pool of 15.
 """
@@ -19,7 +20,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
+import random
 import statistics
 import sys
 import threading
@@ -34,7 +37,7 @@ Turn = Callable[[int, int], Awaitable[None]]
 
 
 class ConnectionSampler:
-    """The most backends connected to ``dbname`` (besides its own) while it runs."""
+    """The most backends connected to the bench database while it runs, beyond those open when it started."""
 
     def __init__(self, dsn: dict) -> None:
         import psycopg
@@ -46,15 +49,20 @@ class ConnectionSampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
+    def count(self) -> int:
+        (count,) = self._conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchone()
+        return count
+
     def _run(self) -> None:
         while not self._stop.wait(0.02):
-            (count,) = self._conn.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
-            ).fetchone()
-            self.peak = max(self.peak, count)
+            self.peak = max(self.peak, self.count() - self._before)
 
     def __enter__(self) -> ConnectionSampler:
+        """Count from here on, less the connections already open (this process's own, a closing one)."""
         self.peak = 0
+        self._before = self.count()
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -90,9 +98,7 @@ def ours_session(alias: str, dsn: dict, conversations: int):
         s = sessions[c]
         await s.aappend_message({"id": f"u{t}", "role": "user", "parts": [{"type": "text", "text": user(c, t)}]})
         await s.aget_history()
-        await s.aappend_message(
-            {"id": f"a{t}", "role": "assistant", "parts": [{"type": "text", "text": answer(c, t)}]}
-        )
+        await s.aappend_message({"id": f"a{t}", "role": "assistant", "parts": [{"type": "text", "text": answer(c, t)}]})
 
     return turn, _close_ours
 
@@ -193,11 +199,15 @@ def langchain_pool(alias: str, dsn: dict, conversations: int):
 
 
 IMPLEMENTATIONS: dict[str, Callable[..., Any]] = {
-    "ours: Session.aappend_message/aget_history": ours_session,
-    "ours: AgentsSession": ours_agents,
+    "ours": ours_session,
+    "ours, AgentsSession": ours_agents,
     "openai-agents SQLAlchemySession (asyncpg)": sqlalchemy_session,
     "langchain-postgres (async psycopg, pool 15)": langchain_pool,
 }
+
+
+BEFORE = {"ours": "ours, before (sync_to_async)", "ours, AgentsSession": "ours, AgentsSession, before"}
+"""The rows of ours run through asgiref's one sync thread, as every twin did before the pool."""
 
 
 async def _drive(turn: Turn, conversations: int, turns: int) -> float:
@@ -205,7 +215,11 @@ async def _drive(turn: Turn, conversations: int, turns: int) -> float:
         for t in range(turns):
             await turn(c, t)
 
-    await turn(0, -1)  # warm up: tables, the first connection
+    # Untimed: two turns of every conversation open the connections (every thread of ours, the
+    # peers' pools) and warm the server's plans, as a running server has them.
+    await turn(0, -3)
+    for t in (-2, -1):
+        await asyncio.gather(*(turn(c, t) for c in range(conversations)))
     start = time.perf_counter()
     await asyncio.gather(*(conversation(c) for c in range(conversations)))
     return time.perf_counter() - start
@@ -258,14 +272,22 @@ def workload(
     concurrency: tuple[int, ...] = (1, 8, 64),
     before: bool = True,
     peers: bool = True,
+    seed: int = 1,
 ) -> list[Result]:
-    """Workload 9 on the Postgres ``alias``: every implementation, concurrency and round trip."""
+    """Workload 9 on the Postgres ``alias``: every implementation, concurrency and round trip.
+
+    Each round runs every implementation once, in an order drawn afresh (seeded), so a change of
+    load on the shared machine hits all alike; the figure is the median over rounds. ``before``
+    (asgiref's one thread) runs at C=1, and at C=64 only across the network, in one round (it
+    takes a minute there).
+    """
     from django.db import connections
 
     from . import latency_proxy
 
     dsn = connections[alias].settings_dict
     sampler = ConnectionSampler(dsn)
+    order = random.Random(seed)
     results: list[Result] = []
     impls = {name: make for name, make in IMPLEMENTATIONS.items() if peers or name.startswith("ours")}
     try:
@@ -279,31 +301,24 @@ def workload(
             try:
                 for conversations in concurrency:
                     variants = [(name, make, False) for name, make in impls.items()]
-                    if before and (conversations == 1 or latency):
-                        variants += [(f"{name}, before", impls[name], True) for name in impls if name.startswith("ours")]
-                    for name, make, old in variants:
-                        figures = []
-                        for _ in range(rounds):
-                            if old:
-                                with Before():
-                                    figures.append(run_one(make, use, use_dsn, conversations, turns, sampler))
-                            else:
-                                figures.append(run_one(make, use, use_dsn, conversations, turns, sampler))
+                    old_rounds = rounds if conversations == 1 else 1
+                    if before and (conversations == 1 or (latency and conversations == max(concurrency))):
+                        variants += [(BEFORE[name], impls[name], True) for name in impls if name in BEFORE]
+                    figures: dict[str, list[tuple[float, int]]] = {name: [] for name, _, _ in variants}
+                    for r in range(rounds):
+                        for name, make, old in order.sample(variants, len(variants)):
+                            if old and r >= old_rounds:
+                                continue
+                            with Before() if old else contextlib.nullcontext():
+                                figures[name].append(run_one(make, use, use_dsn, conversations, turns, sampler))
                             connections[use].close()
-                        ops = statistics.median(f[0] for f in figures)
-                        peak = max(f[1] for f in figures)
-                        label = f"9. async C={conversations}, {latency:g} ms"
-                        results.append(
-                            Result(
-                                label,
-                                database,
-                                name,
-                                1 / ops,
-                                rounds,
-                                {"ops/s": f"{ops:,.0f}", "connections": peak},
-                            )
-                        )
-                        print(f"  {label:<28} {name:<50} {ops:>8,.0f} ops/s  {peak:>3} connections", flush=True)
+                    label = f"9. async C={conversations}, {latency:g} ms"
+                    for name, _, _ in variants:
+                        ops = statistics.median(f[0] for f in figures[name])
+                        peak = max(f[1] for f in figures[name])
+                        extra = {"ops/s": f"{ops:,.0f}", "connections": peak}
+                        results.append(Result(label, database, name, 1 / ops, len(figures[name]), extra))
+                        print(f"  {label:<24} {name:<46} {ops:>8,.0f} ops/s  {peak:>3} connections", flush=True)
             finally:
                 if proxy is not None:
                     proxy.terminate()
@@ -322,6 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", default="1,8,64")
     parser.add_argument("--no-before", action="store_true", help="skip ours through sync_to_async (the old path)")
     parser.add_argument("--no-peers", action="store_true")
+    parser.add_argument("--drop", action="store_true", help="drop the bench database at the end")
     args = parser.parse_args(argv)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.settings")
     import django
@@ -350,6 +366,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     print()
     print_table(results)
+    if args.drop:
+        connections["postgres"].close()
+        _fresh_postgres(connections["postgres"].settings_dict, create=False)
     return 0
 
 

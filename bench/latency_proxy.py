@@ -10,6 +10,7 @@ Run it in its own process (:func:`start`) so it takes no time from the measured 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import subprocess
 import sys
@@ -40,10 +41,8 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, dela
     except ConnectionError:
         pass
     queue.put_nowait((0.0, b""))
-    try:
+    with contextlib.suppress(ConnectionError):
         await task
-    except ConnectionError:
-        pass
 
 
 async def serve(port: int, host: str, target_port: int, delay: float) -> None:
@@ -52,9 +51,7 @@ async def serve(port: int, host: str, target_port: int, delay: float) -> None:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         server_reader, server_writer = await asyncio.open_connection(host, target_port)
         server_writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        await asyncio.gather(
-            _pipe(client_reader, server_writer, delay), _pipe(server_reader, client_writer, delay)
-        )
+        await asyncio.gather(_pipe(client_reader, server_writer, delay), _pipe(server_reader, client_writer, delay))
 
     server = await asyncio.start_server(handle, "127.0.0.1", port)
     async with server:
@@ -85,7 +82,5 @@ def start(host: str, target_port: int, round_trip_ms: float) -> tuple[subprocess
 
 if __name__ == "__main__":
     listen, target_host, target_port, delay_ms = sys.argv[1:5]
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve(int(listen), target_host, int(target_port), float(delay_ms) / 1000))
-    except KeyboardInterrupt:
-        pass

@@ -32,7 +32,7 @@ def test_agents_session_add_and_get_items_are_one_statement_each():
     session = AgentsSession(f"rt-{uuid.uuid4().hex[:8]}")
     session.add_items_sync([{"role": "user", "content": "first"}])  # registers the session once
     for text in ("hello", "again"):
-        writes = _statements(lambda: session.add_items_sync([{"role": "user", "content": text}]))
+        writes = _statements(lambda text=text: session.add_items_sync([{"role": "user", "content": text}]))
         assert len(writes) <= ONE_WRITE[connection.vendor], writes
         assert len(_statements(lambda: session.get_items_sync(None))) <= ONE_READ[connection.vendor]
     assert [i["content"] for i in session.get_items_sync(None)] == ["first", "hello", "again"]
