@@ -7,7 +7,7 @@ import asyncio
 import functools
 import inspect
 from collections.abc import Callable, Coroutine
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 from asgiref.sync import AsyncToSync, async_to_sync, sync_to_async
 
@@ -66,7 +66,8 @@ async def run_sync(fn: Callable[..., R], *args: Any, **kwargs: Any) -> R:
     ``AGENT_SESSIONS_ASYNC_THREADS`` at once), or in the calling sync thread when there is one."""
     if in_parent_sync_thread():
         return await sync_to_async(fn, thread_sensitive=True)(*args, **kwargs)
-    return await sync_to_async(fn, thread_sensitive=False, executor=dbthreads.pool())(*args, **kwargs)
+    pool = cast("Any", dbthreads.pool())  # asgiref types it as a ThreadPoolExecutor; any Executor serves
+    return await sync_to_async(fn, thread_sensitive=False, executor=pool)(*args, **kwargs)
 
 
 def async_twin(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], Coroutine[Any, Any, R]]:
