@@ -10,6 +10,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 from asgiref.sync import AsyncToSync, async_to_sync, sync_to_async
+from django.db import connections
 
 from . import dbthreads
 
@@ -51,8 +52,8 @@ async def acall(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 
 def in_parent_sync_thread() -> bool:
-    """True when this coroutine runs under ``async_to_sync`` called from a sync thread: that thread
-    may hold an open ``transaction.atomic``, so database work must go back to it (its connection)."""
+    """True when this coroutine runs under ``async_to_sync`` called from a sync thread (sync code, a
+    sync middleware in front of an async view): that thread may hold an open ``transaction.atomic``."""
     if getattr(AsyncToSync.executors, "current", None) is not None:
         return True
     try:
@@ -61,11 +62,21 @@ def in_parent_sync_thread() -> bool:
         return False
 
 
+def _in_its_transaction(fn: Callable[..., R], args: tuple, kwargs: dict) -> tuple[bool, R | None]:
+    """In the parent sync thread: run ``fn`` there if that thread is inside a transaction, else leave it."""
+    if any(conn.in_atomic_block for conn in connections.all(initialized_only=True)):
+        return True, fn(*args, **kwargs)
+    return False, None
+
+
 async def run_sync(fn: Callable[..., R], *args: Any, **kwargs: Any) -> R:
     """Run sync database code from async code: in the pool of :mod:`agent_sessions.dbthreads` (up to
-    ``AGENT_SESSIONS_ASYNC_THREADS`` at once), or in the calling sync thread when there is one."""
+    ``AGENT_SESSIONS_ASYNC_THREADS`` at once), or in the calling sync thread when that thread is
+    inside ``transaction.atomic`` (the call then joins its transaction, on its connection)."""
     if in_parent_sync_thread():
-        return await sync_to_async(fn, thread_sensitive=True)(*args, **kwargs)
+        ran, result = await sync_to_async(_in_its_transaction, thread_sensitive=True)(fn, args, kwargs)
+        if ran:
+            return cast("R", result)
     pool = cast("Any", dbthreads.pool())  # asgiref types it as a ThreadPoolExecutor; any Executor serves
     return await sync_to_async(fn, thread_sensitive=False, executor=pool)(*args, **kwargs)
 
