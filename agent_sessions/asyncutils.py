@@ -3,12 +3,16 @@ methods get ``a``-prefixed async twins declared with :func:`async_twin`."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 from collections.abc import Callable, Coroutine
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
-from asgiref.sync import async_to_sync, sync_to_async
+from asgiref.sync import AsyncToSync, async_to_sync, sync_to_async
+from django.db import connections
+
+from . import dbthreads
 
 T = TypeVar("T")
 S = TypeVar("S")
@@ -47,8 +51,38 @@ async def acall(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     return result
 
 
+def in_parent_sync_thread() -> bool:
+    """True when this coroutine runs under ``async_to_sync`` called from a sync thread (sync code, a
+    sync middleware in front of an async view): that thread may hold an open ``transaction.atomic``."""
+    if getattr(AsyncToSync.executors, "current", None) is not None:
+        return True
+    try:
+        return asyncio.get_running_loop() in AsyncToSync.loop_thread_executors
+    except RuntimeError:
+        return False
+
+
+def _in_its_transaction(fn: Callable[..., R], args: tuple, kwargs: dict) -> tuple[bool, R | None]:
+    """In the parent sync thread: run ``fn`` there if that thread is inside a transaction, else leave it."""
+    if any(conn.in_atomic_block for conn in connections.all(initialized_only=True)):
+        return True, fn(*args, **kwargs)
+    return False, None
+
+
+async def run_sync(fn: Callable[..., R], *args: Any, **kwargs: Any) -> R:
+    """Run sync database code from async code: in the pool of :mod:`agent_sessions.dbthreads` (up to
+    ``AGENT_SESSIONS_ASYNC_THREADS`` at once), or in the calling sync thread when that thread is
+    inside ``transaction.atomic`` (the call then joins its transaction, on its connection)."""
+    if in_parent_sync_thread():
+        ran, result = await sync_to_async(_in_its_transaction, thread_sensitive=True)(fn, args, kwargs)
+        if ran:
+            return cast("R", result)
+    pool = cast("Any", dbthreads.pool())  # asgiref types it as a ThreadPoolExecutor; any Executor serves
+    return await sync_to_async(fn, thread_sensitive=False, executor=pool)(*args, **kwargs)
+
+
 def async_twin(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], Coroutine[Any, Any, R]]:
-    """The ``a``-prefixed coroutine twin of a sync method: runs it in Django's sync thread.
+    """The ``a``-prefixed coroutine twin of a sync method: runs it with :func:`run_sync`.
 
     Declared in the class body (``aget_history = async_twin(get_history)``), so type
     checkers see the twin with the sync method's parameters.  The twin looks the method
@@ -57,21 +91,21 @@ def async_twin(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S
     name = method.__name__
 
     async def twin(self: S, *args: P.args, **kwargs: P.kwargs) -> R:
-        return await sync_to_async(getattr(self, name), thread_sensitive=True)(*args, **kwargs)
+        return await run_sync(getattr(self, name), *args, **kwargs)
 
     twin.__name__ = twin.__qualname__ = f"a{name}"
     twin.__module__ = method.__module__
-    twin.__doc__ = f"Async twin of :meth:`{name}` (runs it in Django's sync thread)."
+    twin.__doc__ = f"Async twin of :meth:`{name}` (runs it in a database thread)."
     return twin
 
 
 def _twin(name: str) -> Callable[..., Any]:
     async def method(self, *args, **kwargs):
-        return await sync_to_async(getattr(self, name), thread_sensitive=True)(*args, **kwargs)
+        return await run_sync(getattr(self, name), *args, **kwargs)
 
     method.__name__ = f"a{name}"
     method.__qualname__ = f"a{name}"
-    method.__doc__ = f"Async twin of :meth:`{name}` (runs it in Django's sync thread)."
+    method.__doc__ = f"Async twin of :meth:`{name}` (runs it in a database thread)."
     return method
 
 

@@ -57,6 +57,9 @@ DEFAULTS: dict[str, Any] = {
     "SEARCH_TOOL_TEXT_CHARS": 32_768,
     # Text search configuration on Postgres (the seed uses 'english').
     "PG_TEXT_SEARCH_CONFIG": "english",
+    # ── async API ──
+    # Threads (so connections per database) that run the async twins' database work at once, per process.
+    "ASYNC_THREADS": 8,
     # ── sessions and context ──
     # Sessions a SessionManager keeps built in memory (least recently used are dropped).
     "SESSION_CACHE_SIZE": 1_000,
@@ -269,6 +272,14 @@ def search_tool_text_chars() -> int:
 
 def pg_text_search_config() -> str:
     return str(get("PG_TEXT_SEARCH_CONFIG"))
+
+
+# ── async API ───────────────────────────────────────────────────────────────
+
+
+def async_threads() -> int:
+    """How many async calls run their database work at once (each thread keeps one connection per database)."""
+    return max(1, int(get("ASYNC_THREADS")))
 
 
 # ── sessions and context ────────────────────────────────────────────────────

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 WORKLOADS = ("append", "append_all", "history", "search", "fork", "convert", "model_calls", "http")
+OPT_IN = ("async",)
+"""Workloads run only when named in ``--only`` (workload 9 takes minutes: ``--db postgres --only async``)."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,7 +24,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
     parser.add_argument("--no-peers", action="store_true")
-    parser.add_argument("--only", default=",".join(WORKLOADS), help=f"comma-separated subset of {','.join(WORKLOADS)}")
+    parser.add_argument(
+        "--only", default=",".join(WORKLOADS), help=f"comma-separated subset of {','.join(WORKLOADS + OPT_IN)}"
+    )
     parser.add_argument("--http-seconds", type=float, default=3.0, help="seconds per HTTP round (workload 7)")
     parser.add_argument("--json", default="bench/results/latest.json")
     parser.add_argument(
@@ -84,6 +88,12 @@ def main(argv: list[str] | None = None) -> int:
             from . import http_load
 
             results += http_load.workload(alias, database, args.rounds, args.http_seconds)
+        if "async" in only and database == "postgres":
+            from . import async_load
+
+            turns = 5 if args.smoke else 50
+            rounds = min(args.rounds, 3)
+            results += async_load.workload(alias, database, turns=turns, rounds=rounds, peers=not args.no_peers)
     if args.smoke and "postgres" in chosen:
         connections["postgres"].close()
         _fresh_postgres(connections["postgres"].settings_dict, create=False)

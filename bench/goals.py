@@ -75,6 +75,15 @@ GOALS = (
     Goal("HTTP append: s/request ÷ bare ninja (req/s ≥ 0.7×)", "7. HTTP append", "ours", "bare ninja", 1 / 0.7),
     Goal("HTTP history: s/request ÷ bare ninja (req/s ≥ 0.7×)", "7. HTTP history", "ours", "bare ninja", 1 / 0.7),
     Goal("HTTP search: s/request ÷ bare ninja (req/s ≥ 0.7×)", "7. HTTP search", "ours", "bare ninja", 1 / 0.7),
+    Goal("async C=64, 2.5 ms round trip: ours ÷ best peer (ops/s ≥)", "9. async C=64, 2.5", "ours", "best peer", 1.0),
+    Goal(
+        "async C=64, 2.5 ms: AgentsSession ÷ SQLAlchemySession (ops/s ≥)",
+        "9. async C=64, 2.5 ms",
+        "ours, AgentsSession",
+        "openai-agents*",
+        1.0,
+    ),
+    Goal("async C=1, 0 ms: ours ÷ before the pool (ops/s ≥ 0.9×)", "9. async C=1, 0 ", "ours", "ours, before*", 1.11),
 )
 
 

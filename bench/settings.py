@@ -35,3 +35,6 @@ if os.environ.get("BENCH_DEFAULT_DB") == "postgres":  # for benches that go thro
 DEBUG = False
 CELERY_TASK_ALWAYS_EAGER = True
 CELERY_BROKER_URL = "memory://"
+# Workload 9 (bench/async_load.py): database threads for the async API; the whole bench stays
+# under ~30 connections (the peers' pools are 15).
+AGENT_SESSIONS_ASYNC_THREADS = 16

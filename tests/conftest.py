@@ -132,6 +132,9 @@ def _reap_stray_connections(django_db_setup, django_db_blocker):
     yield
     from django.db import connection
 
+    from agent_sessions import dbthreads
+
+    dbthreads.shutdown()  # the async twins' threads close their own connections
     if connection.vendor != "postgresql" or not str(connection.settings_dict["NAME"]).startswith("test_"):
         return  # SQLite, or no test database was created in this run
     with django_db_blocker.unblock(), connection.cursor() as cursor:

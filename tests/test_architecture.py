@@ -33,6 +33,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "tokens",
             "overlays",
             "asyncutils",
+            "dbthreads",
             "registry",
             "credentials",
             "text",

@@ -107,3 +107,27 @@ def test_bench_scale_smoke(tmp_path):
         assert run["indexes_bytes"] > run["table_bytes"] / 10
         assert run["load_s"] >= 0
     assert "large ÷ small" in proc.stdout
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.postgres_only  # workload 9 measures Postgres, directly and through the latency proxy
+def test_bench_async_load_smoke():
+    env = dict(os.environ, BENCH_PG_NAME=f"agent_sessions_bench_async_smoke_{os.getpid()}", PYTHONPATH=str(ROOT))
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    args = ["--turns", "2", "--rounds", "1", "--concurrency", "1,4", "--latency", "0,1", "--threads", "2", "--drop"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.async_load", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=280,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    row = r"^  (9\. async C=\d+, [\d.]+ ms)\s+(.+?)\s+([\d,]+) ops/s\s+(\d+) connections$"
+    rows = [(label, impl.strip(), int(peak)) for label, impl, _, peak in re.findall(row, proc.stdout, re.M)]
+    seen = {(label, impl) for label, impl, _ in rows}
+    for label in ("9. async C=1, 0 ms", "9. async C=4, 0 ms", "9. async C=1, 1 ms", "9. async C=4, 1 ms"):
+        assert {(label, "ours"), (label, "ours, AgentsSession")} <= seen
+    assert ("9. async C=1, 0 ms", "ours, before (sync_to_async)") in seen
+    assert all(peak <= 2 for _, impl, peak in rows if impl in ("ours", "ours, AgentsSession"))  # --threads 2

@@ -51,11 +51,18 @@ class SessionStore:
         self._registered = True
 
     def append(self, messages: list[dict]) -> None:
-        """Append ``messages`` as a chain under the latest leaf, in one transaction."""
+        """Append ``messages`` as a chain under the latest leaf, in one transaction.
+
+        One message (most turns' writes) goes through :meth:`SessionManager.append`: one statement that
+        stamps the registry's ``updated_at`` itself, where a chain's transaction sends five.
+        """
         if not messages:
             return
         self.register()
-        self.manager.append_all(self.session_id, cast("list[UIMessage]", messages))  # the storage checks them
+        if len(messages) == 1:
+            self.manager.append(self.session_id, cast("UIMessage", messages[0]))  # the storage checks it
+        else:
+            self.manager.append_all(self.session_id, cast("list[UIMessage]", messages))  # the storage checks them
         for listener in self.listeners:
             listener(messages)
 

@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from asgiref.sync import sync_to_async
-
+from ..asyncutils import run_sync
 from ._extras import require
 from ._parts import (
     as_json_text,
@@ -97,16 +96,16 @@ class DjangoChatMessageHistory(StoredHistory, BaseChatMessageHistory):
         self._store.clear()
 
     async def aget_messages(self) -> list[BaseMessage]:
-        """Async twin of :attr:`messages` (runs in Django's sync thread)."""
-        return await sync_to_async(lambda: self.messages, thread_sensitive=True)()
+        """Async twin of :attr:`messages` (runs in a database thread)."""
+        return await run_sync(lambda: self.messages)
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Async twin of :meth:`add_messages`."""
-        await sync_to_async(self.add_messages, thread_sensitive=True)(list(messages))
+        await run_sync(self.add_messages, list(messages))
 
     async def aclear(self) -> None:
         """Async twin of :meth:`clear`."""
-        await sync_to_async(self.clear, thread_sensitive=True)()
+        await run_sync(self.clear)
 
 
 # ── LangChain message ⇄ UIMessage ───────────────────────────────────

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from asgiref.sync import sync_to_async
-
+from ..asyncutils import run_sync
 from ..convert._walk import read_blocks, refusal_block, text_block
 from ._extras import require
 from ._parts import (
@@ -124,19 +123,19 @@ class AgentsSession(StoredHistory):
     # ── the SDK protocol ────────────────────────────────────────────
     async def get_items(self, limit: int | None = None) -> list[dict]:
         """The conversation history (latest ``limit`` items when given), oldest first."""
-        return await sync_to_async(self.get_items_sync, thread_sensitive=True)(limit)
+        return await run_sync(self.get_items_sync, limit)
 
     async def add_items(self, items: list[Any]) -> None:
         """Store new items at the end of the history."""
-        await sync_to_async(self.add_items_sync, thread_sensitive=True)(list(items))
+        await run_sync(self.add_items_sync, list(items))
 
     async def pop_item(self) -> dict | None:
         """Remove and return the most recent item, or None."""
-        return await sync_to_async(self.pop_item_sync, thread_sensitive=True)()
+        return await run_sync(self.pop_item_sync)
 
     async def clear_session(self) -> None:
         """Remove every item."""
-        await sync_to_async(self.clear_session_sync, thread_sensitive=True)()
+        await run_sync(self.clear_session_sync)
 
 
 # ── item ⇄ UIMessage ────────────────────────────────────────────────

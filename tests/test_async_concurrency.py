@@ -1,0 +1,230 @@
+"""The async twins run concurrently, on a bounded number of connections that the threads close themselves.
+
+A database that takes 50 ms a statement (Postgres behind bench's latency proxy, 25 ms each way;
+SQLite with a 50 ms trace callback on every statement) shows whether calls overlap: 16 history
+reads take 16 × 50 ms or more one after another, about 2 × 50 ms on 8 threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from asgiref.sync import ThreadSensitiveContext, async_to_sync, sync_to_async
+from django.db import connections, transaction
+from django.db.backends.signals import connection_created
+from django.test.utils import CaptureQueriesContext
+
+from agent_sessions import dbthreads
+from agent_sessions.manager import SessionManager
+
+# The twins' threads see committed rows only; "replica" is the test settings' second alias, pointed
+# here at the slow database.
+pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "replica"])
+
+STATEMENT_SECONDS = 0.05
+CALLS = 16
+THREADS = 8
+
+
+def text(id: str, words: str, role: str = "user") -> dict:
+    return {"id": id, "role": role, "parts": [{"type": "text", "text": words}]}
+
+
+@pytest.fixture
+def threads(settings) -> Iterator[int]:
+    """A pool of THREADS for this test, shut down (its connections closed) after it."""
+    settings.AGENT_SESSIONS_ASYNC_THREADS = THREADS
+    dbthreads.shutdown()
+    yield THREADS
+    dbthreads.shutdown()
+
+
+@pytest.fixture
+def slow_alias(threads) -> Iterator[str]:
+    """A database alias whose every statement takes at least 50 ms."""
+    alias = "replica"
+    saved = connections.settings[alias]
+    connections[alias].close()
+    base = connections.settings["default"]
+    proxy = None
+    if base["ENGINE"].endswith("postgresql"):
+        from bench import latency_proxy
+
+        host, port = base["HOST"] or "127.0.0.1", int(base["PORT"] or 5432)
+        proxy, port = latency_proxy.start(host, port, 1000 * STATEMENT_SECONDS)
+        connections.settings[alias] = {**base, "HOST": "127.0.0.1", "PORT": str(port)}
+    else:
+        connections.settings[alias] = {**base}
+
+    def slow_sqlite(sender, connection, **kwargs):
+        if connection.alias == alias and connection.vendor == "sqlite":
+            connection.connection.set_trace_callback(lambda statement: time.sleep(STATEMENT_SECONDS))
+
+    connection_created.connect(slow_sqlite)
+    try:
+        yield alias
+    finally:
+        connection_created.disconnect(slow_sqlite)
+        dbthreads.shutdown()
+        connections[alias].close()
+        connections.settings[alias] = saved
+        if proxy is not None:
+            proxy.terminate()
+            proxy.wait()
+
+
+def _sessions(count: int) -> list[str]:
+    manager = SessionManager()
+    ids = [f"async-{uuid.uuid4().hex[:8]}-{i}" for i in range(count)]
+    for sid in ids:
+        manager.append_all(sid, [text("q", "what is the weather?"), text("a", "rain", "assistant")])
+    return ids
+
+
+def _statements_per_read(alias: str, session_id: str) -> int:
+    with CaptureQueriesContext(connections[alias]) as captured:
+        SessionManager(using=alias).get_session(session_id).get_history()
+    return len(captured.captured_queries)
+
+
+def test_async_calls_run_concurrently(slow_alias, threads):
+    ids = _sessions(CALLS)
+    statements = _statements_per_read(slow_alias, ids[0])
+    connections[slow_alias].close()
+    manager = SessionManager(using=slow_alias)
+    sessions = [manager.get_session(sid) for sid in ids]
+
+    async def read_all() -> list[list[dict]]:
+        return await asyncio.gather(*(s.aget_history() for s in sessions))
+
+    asyncio.run(read_all())  # every thread connects once (connecting through the proxy is slow too)
+    start = time.perf_counter()
+    histories = asyncio.run(read_all())
+    elapsed = time.perf_counter() - start
+    assert [[m["id"] for m in h] for h in histories] == [["q", "a"]] * CALLS
+    one_after_another = CALLS * statements * STATEMENT_SECONDS
+    assert elapsed < one_after_another / 3, (elapsed, statements)  # 8 threads: about one_after_another / 8
+    assert dbthreads.pool().threads <= threads
+
+
+def test_inside_requests_calls_share_the_bounded_pool(slow_alias, threads):
+    """Django's ASGI handler gives each request a ThreadSensitiveContext (one thread per request in
+    flight for thread-sensitive calls); the twins use the bounded pool there too, concurrently."""
+    ids = _sessions(CALLS)
+    statements = _statements_per_read(slow_alias, ids[0])
+    connections[slow_alias].close()
+    manager = SessionManager(using=slow_alias)
+
+    async def request(sid: str) -> list[dict]:
+        async with ThreadSensitiveContext():
+            return await manager.get_session(sid).aget_history()
+
+    async def serve() -> list[list[dict]]:
+        return await asyncio.gather(*(request(sid) for sid in ids))
+
+    asyncio.run(serve())
+    start = time.perf_counter()
+    histories = asyncio.run(serve())
+    elapsed = time.perf_counter() - start
+    assert all(len(h) == 2 for h in histories)
+    assert elapsed < CALLS * statements * STATEMENT_SECONDS / 3, (elapsed, statements)
+    assert dbthreads.pool().threads <= threads
+
+
+def _open_backends() -> int:
+    with connections["default"].cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        return cursor.fetchone()[0]
+
+
+def _settled_backends(expected: int) -> int:
+    """The backend count once closed connections' backends have exited (they go a moment after the client)."""
+    for _ in range(100):
+        if (count := _open_backends()) <= expected:
+            return count
+        time.sleep(0.05)
+    return count
+
+
+def test_connections_stay_bounded_over_many_event_loops(threads, is_postgres):
+    created: list = []
+
+    def remember(sender, connection, **kwargs):
+        if threading.current_thread().name.startswith("agent-sessions-db"):
+            created.append(connection)
+
+    ids = _sessions(CALLS)
+    manager = SessionManager()
+    sessions = [manager.get_session(sid) for sid in ids]
+    baseline = _open_backends() if is_postgres else 0
+    connection_created.connect(remember)
+
+    async def turn(t: int) -> None:
+        await asyncio.gather(*(s.aappend_message(text(f"m{t}", f"turn {t}")) for s in sessions))
+        await asyncio.gather(*(s.aget_history() for s in sessions))
+
+    try:
+        for t in range(12):
+            asyncio.run(turn(t))
+            if is_postgres:
+                assert _open_backends() - baseline <= threads
+        assert len({id(c) for c in created}) <= threads  # one connection per thread, reused by every loop
+        assert all(len(manager.get_history(sid)) == 2 + 12 for sid in ids)
+        dbthreads.shutdown()
+        assert all(c.connection is None for c in created)  # closed by their threads, not the GC
+        if is_postgres:
+            assert _settled_backends(baseline) == baseline
+    finally:
+        connection_created.disconnect(remember)
+
+
+def test_concurrent_appends_to_one_session_form_one_chain(threads):
+    """Many writers at once (SQLite: the write lock and busy timeout; Postgres: the advisory lock)."""
+    manager = SessionManager()
+    sid = f"async-chain-{uuid.uuid4().hex[:8]}"
+    session = manager.get_session(sid)
+
+    async def write() -> None:
+        await asyncio.gather(*(session.aappend_message(text(f"m{i}", f"message {i}")) for i in range(32)))
+
+    asyncio.run(write())
+    history = manager.get_history(sid)
+    assert len(history) == 32  # each one under the one before: one linear path of all of them
+    assert sorted(m["id"] for m in history) == sorted(f"m{i}" for i in range(32))
+
+
+def test_a_twin_under_atomic_runs_on_the_callers_connection(threads):
+    """Sync code in a transaction that calls a twin through async_to_sync: the twin must join the
+    transaction (on SQLite another connection would wait for the write lock forever)."""
+    manager = SessionManager()
+    sid = f"async-atomic-{uuid.uuid4().hex[:8]}"
+    session = manager.get_session(sid)
+    manager.append(sid, text("root", "kept"))
+
+    class Undo(Exception):
+        pass
+
+    def write_then_undo() -> None:
+        try:
+            with transaction.atomic():
+                async_to_sync(session.aappend_message)(text("gone", "rolled back"))
+                assert [m["id"] for m in session.get_history()] == ["root", "gone"]
+                raise Undo
+        except Undo:
+            pass
+
+    write_then_undo()
+    assert [m["id"] for m in manager.get_history(sid)] == ["root"]
+
+    async def from_async() -> None:  # the same from a sync_to_async block of async code
+        await sync_to_async(write_then_undo)()
+
+    asyncio.run(from_async())
+    assert [m["id"] for m in manager.get_history(sid)] == ["root"]
