@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +97,44 @@ def wait_ready(process: subprocess.Popen, log: Path, what: str) -> None:
     """Wait until the worker logs ``ready.`` (fail if it exits first)."""
     wait_for(lambda: process.poll() is not None or "ready." in log.read_text(errors="replace"), 60, what, log)
     assert process.poll() is None, log.read_text(errors="replace")
+
+
+def use_broker(app: Any, url: str, eager: bool) -> None:
+    """Point the Celery app at ``url``, forgetting pools cached for the old one.
+
+    The pools are not closed: kombu keeps producer pools in a global registry keyed by
+    URL, and a closed one would be handed out again on the next switch to that URL.
+    """
+    app._pool = None
+    app.amqp._producer_pool = None
+    app.conf.update(broker_url=url, task_always_eager=eager)
+
+
+@contextmanager
+def compactions_sent_to(
+    process: subprocess.Popen, log: Path, broker_url: str, queue: str, monkeypatch
+) -> Iterator[None]:
+    """While in the block, this process's compaction tasks go to the worker ``process`` (on ``queue`` of
+    ``broker_url``); after it, the Celery app is restored, the worker stopped and its queue deleted."""
+    from agent_sessions import tasks as jobs
+
+    app = jobs.compact_session.app
+    saved = {key: app.conf[key] for key in ("broker_url", "task_always_eager")}
+    try:
+        wait_ready(process, log, "the worker to start")
+        use_broker(app, broker_url, eager=False)
+        publish = jobs.compact_session.apply_async
+        monkeypatch.setattr(jobs.compact_session, "apply_async", lambda *a, **k: publish(*a, **{**k, "queue": queue}))
+        yield
+    finally:
+        use_broker(app, saved["broker_url"], saved["task_always_eager"])
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)
+        redis_client(broker_url).delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
 
 
 def fill(session_id: str, n: int) -> None:

@@ -11,8 +11,6 @@ skips, except under CI (``CI`` set), where it fails.
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import threading
 import time
 import uuid
@@ -24,23 +22,12 @@ from agent_sessions import Session, registry
 from agent_sessions import tasks as jobs
 from tests import sessions_registry
 from tests.conftest import msg
-from tests.e2e.support import fill, redis_client, start_worker, wait_for, wait_ready
+from tests.e2e.support import compactions_sent_to, fill, redis_client, start_worker, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True), pytest.mark.timeout(180)]
 
 BROKER_URL = os.environ.get("AGENT_SESSIONS_E2E_REDIS_URL", "redis://127.0.0.1:6379/5")
 SUMMARY_DELAY = 1.5
-
-
-def _use_broker(app, url: str, eager: bool) -> None:
-    """Point the Celery app at ``url``, forgetting pools cached for the old one.
-
-    The pools are not closed: kombu keeps producer pools in a global registry keyed by
-    URL, and a closed one would be handed out again on the next switch to that URL.
-    """
-    app._pool = None
-    app.amqp._producer_pool = None
-    app.conf.update(broker_url=url, task_always_eager=eager)
 
 
 @pytest.fixture
@@ -54,23 +41,8 @@ def worker(tmp_path, monkeypatch):
         pool="threads", concurrency=2, summary_delay=SUMMARY_DELAY,
         extra_env={"AGENT_SESSIONS_TEST_SUMMARY_HOLD": str(tmp_path / "hold-summaries")},
     )  # fmt: skip
-    app = jobs.compact_session.app
-    saved = {key: app.conf[key] for key in ("broker_url", "task_always_eager")}
-    try:
-        wait_ready(process, log, "the worker to start")
-        _use_broker(app, BROKER_URL, eager=False)
-        publish = jobs.compact_session.apply_async
-        monkeypatch.setattr(jobs.compact_session, "apply_async", lambda *a, **k: publish(*a, **{**k, "queue": queue}))
+    with compactions_sent_to(process, log, BROKER_URL, queue, monkeypatch):
         yield log, lambda: f"queue length {client.llen(queue)}"
-    finally:
-        _use_broker(app, saved["broker_url"], saved["task_always_eager"])
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5)
-        client.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
 
 
 def _compactions(session_id: str) -> list:

@@ -31,6 +31,7 @@ from agent_sessions.conf import DEFAULTS
 from agent_sessions.models import ApiKey, Message, SessionRecord
 from tests import sessions_registry
 from tests.conftest import msg
+from tests.e2e.support import compactions_sent_to, start_worker
 from tests.support.api import make_user
 from tests.support.chat_server import asgi_process, node_project
 from tests.support.live_server_settings import AGENT_SESSIONS_REDIS_URL as REDIS_URL
@@ -177,33 +178,13 @@ BROKER_URL = os.environ.get("AGENT_SESSIONS_E2E_REDIS_URL", "redis://127.0.0.1:6
 @pytest.fixture
 def worker(tmp_path, monkeypatch):
     """A celery worker on the live test database; it publishes session events on its broker's Redis."""
-    from tests.e2e.support import start_worker, wait_ready
-    from tests.e2e.test_celery_worker import _use_broker
-
     need_redis(BROKER_URL)
-    from agent_sessions import tasks as jobs
-
     queue = f"agent-sessions-live-{uuid.uuid4().hex[:10]}"
     log = tmp_path / "worker.log"
     process = start_worker(log, settings_module="tests.worker_settings", broker_url=BROKER_URL, queue=queue,
                            node=queue, pool="threads", concurrency=1, summary_delay=1.0)  # fmt: skip
-    app = jobs.compact_session.app
-    saved = {key: app.conf[key] for key in ("broker_url", "task_always_eager")}
-    try:
-        wait_ready(process, log, "the worker to start")
-        _use_broker(app, BROKER_URL, eager=False)
-        publish = jobs.compact_session.apply_async
-        monkeypatch.setattr(jobs.compact_session, "apply_async", lambda *a, **k: publish(*a, **{**k, "queue": queue}))
+    with compactions_sent_to(process, log, BROKER_URL, queue, monkeypatch):
         yield log
-    finally:
-        _use_broker(app, saved["broker_url"], saved["task_always_eager"])
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5)
-        redis.Redis.from_url(BROKER_URL).delete(queue, f"_kombu.binding.{queue}")
 
 
 def sse_events(lines: Iterator[str], until: str, deadline: float) -> list[dict]:

@@ -24,19 +24,12 @@ from agent_sessions import tasks as jobs
 from agent_sessions.models import CompactionJob
 from tests import sessions_registry
 from tests.conftest import msg
-from tests.e2e.support import fill, redis_client, start_worker, wait_for, wait_ready
+from tests.e2e.support import fill, redis_client, start_worker, use_broker, wait_for, wait_ready
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
 
 BROKER_URL = os.environ.get("AGENT_SESSIONS_E2E_REDIS_URL", "redis://127.0.0.1:6379/5")
 FAIL_FIRST = 2
-
-
-def _use_broker(url: str, eager: bool) -> None:
-    app = jobs.compact_session.app
-    app._pool = None
-    app.amqp._producer_pool = None
-    app.conf.update(broker_url=url, task_always_eager=eager)
 
 
 @pytest.fixture
@@ -45,13 +38,13 @@ def queue(monkeypatch):
     name = f"agent-sessions-dispatch-{uuid.uuid4().hex[:10]}"
     app = jobs.compact_session.app
     saved = {key: app.conf[key] for key in ("broker_url", "task_always_eager")}
-    _use_broker(BROKER_URL, eager=False)
+    use_broker(app, BROKER_URL, eager=False)
     publish = jobs.compact_session.apply_async
     monkeypatch.setattr(jobs.compact_session, "apply_async", lambda *a, **k: publish(*a, **{**k, "queue": name}))
     try:
         yield name
     finally:
-        _use_broker(saved["broker_url"], saved["task_always_eager"])
+        use_broker(app, saved["broker_url"], saved["task_always_eager"])
         client.delete(name, f"_kombu.binding.{name}")
 
 
