@@ -4,54 +4,19 @@
 // The server mounts tests/support/chat_urls.py (a scripted fake model). Each scenario runs the
 // framework-free chat (AbstractChat over a plain state, what useChat wraps) with
 // DefaultChatTransport; the pytest side compares the printed messages with what was stored.
-import {
-  AbstractChat,
-  DefaultChatTransport,
-  lastAssistantMessageIsCompleteWithToolCalls,
-} from 'ai';
+import { DefaultChatTransport, lastAssistantMessageIsCompleteWithToolCalls } from 'ai';
+import { PlainChat, snapshot, until } from './plain_chat.mjs';
 
 const API = process.env.CHAT_API;
 const TOKEN = process.env.CHAT_TOKEN;
 if (!API || !TOKEN) throw new Error('set CHAT_API and CHAT_TOKEN');
 
-class PlainState {
-  constructor(messages = []) {
-    this.messages = messages;
-    this.status = 'ready';
-    this.error = undefined;
-  }
-  pushMessage = message => { this.messages = this.messages.concat(message); };
-  popMessage = () => { this.messages = this.messages.slice(0, -1); };
-  replaceMessage = (index, message) => {
-    this.messages = [...this.messages.slice(0, index), message, ...this.messages.slice(index + 1)];
-  };
-  snapshot = value => structuredClone(value);
-}
-
-class Chat extends AbstractChat {
-  constructor({ messages, ...init }) {
-    super({ ...init, state: new PlainState(messages) });
-  }
-}
+const Chat = PlainChat;
 
 function transport(options = {}) {
   return new DefaultChatTransport({ api: API, headers: { Authorization: `Bearer ${TOKEN}` }, ...options });
 }
 
-async function until(predicate, what, ms = 20000) {
-  const deadline = Date.now() + ms;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise(resolve => setTimeout(resolve, 20));
-  }
-}
-
-const snapshot = chat => ({
-  id: chat.id,
-  status: chat.status,
-  error: chat.error ? String(chat.error.message ?? chat.error) : null,
-  messages: structuredClone(chat.messages),
-});
 
 const out = {};
 const run = Date.now().toString(36);

@@ -5,48 +5,21 @@
 //   kill-start  send a slow message, print `STREAMING <chat id> <user message id>` once deltas arrive, then wait
 //   kill-resume a reloaded Chat (MESSAGES: the stored messages, JSON) resumes on CHAT_ID; prints its snapshot
 // The server mounts tests/support/chat_urls.py ("slow" = forty deltas 50 ms apart) with Redis configured.
-import { AbstractChat, DefaultChatTransport } from 'ai';
+import { DefaultChatTransport } from 'ai';
+import { PlainChat, snapshot, until } from './plain_chat.mjs';
 
 const API = process.env.CHAT_API;
 const TOKEN = process.env.CHAT_TOKEN;
 if (!API || !TOKEN) throw new Error('set CHAT_API and CHAT_TOKEN');
 
-class PlainState {
-  constructor(messages = []) {
-    this.messages = messages;
-    this.status = 'ready';
-    this.error = undefined;
-  }
-  pushMessage = message => { this.messages = this.messages.concat(message); };
-  popMessage = () => { this.messages = this.messages.slice(0, -1); };
-  replaceMessage = (index, message) => {
-    this.messages = [...this.messages.slice(0, index), message, ...this.messages.slice(index + 1)];
-  };
-  snapshot = value => structuredClone(value);
-}
-
-class Chat extends AbstractChat {
-  constructor({ messages, ...init }) {
-    super({ ...init, state: new PlainState(messages), transport: new DefaultChatTransport({
+class Chat extends PlainChat {
+  constructor(init) {
+    super({ ...init, transport: new DefaultChatTransport({
       api: API, headers: { Authorization: `Bearer ${TOKEN}` },
     }) });
   }
 }
 
-async function until(predicate, what, ms = 20000) {
-  const deadline = Date.now() + ms;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise(resolve => setTimeout(resolve, 20));
-  }
-}
-
-const snapshot = chat => ({
-  id: chat.id,
-  status: chat.status,
-  error: chat.error ? String(chat.error.message ?? chat.error) : null,
-  messages: structuredClone(chat.messages),
-});
 const has = (chat, text) => JSON.stringify(chat.lastMessage?.parts ?? []).includes(text);
 // What a reloaded page shows before it resumes: the stored messages, here the first tab's posted ones.
 const reloaded = chat => structuredClone(chat.messages.filter(m => m.role === 'user'));
