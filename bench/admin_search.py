@@ -17,13 +17,12 @@ median of ROUNDS, interleaved:
 
 from __future__ import annotations
 
-import json
 import random
 import statistics
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 ROUNDS = 7
@@ -43,33 +42,10 @@ def _text(i: int, rng: random.Random) -> str:
     return " ".join(words)
 
 
-def _rows(rows: int, tag: str) -> Iterator[tuple]:
-    rng = random.Random(11)
-    per_session = max(1, rows // SESSIONS)
-    for i in range(rows):
-        text = _text(i, rng)
-        role = "user" if i % 2 == 0 else "assistant"
-        content = json.dumps({"id": f"m{i}", "role": role, "parts": [{"type": "text", "text": text}]})
-        yield (f"m{i}", f"{tag}-{i // per_session}", None, role, content, text, len(text) // 4 + 4, 1)
-
-
 def _load(rows: int, tag: str) -> None:
-    from django.db import connection, transaction
+    from .search import load
 
-    from .search import _COLUMNS
-
-    with transaction.atomic(), connection.cursor() as cursor:
-        raw = cursor.cursor
-        if connection.vendor == "postgresql":
-            with raw.copy(f"COPY assistant_messages ({_COLUMNS}) FROM STDIN") as copy:
-                for row in _rows(rows, tag):
-                    copy.write_row(row)
-        else:
-            sql = f"INSERT INTO assistant_messages ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-            raw.executemany(sql, list(_rows(rows, tag)))
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE assistant_messages")
+    load(rows, "default", tag, text_of=_text, seed=11, sessions=SESSIONS)
 
 
 def _median(fn: Callable[[], Any]) -> float:

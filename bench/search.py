@@ -45,11 +45,14 @@ def _text(i: int, rng: random.Random) -> str:
     return " ".join(words)
 
 
-def _rows(rows: int, tag: str) -> Iterator[tuple]:
-    rng = random.Random(7)
-    per_session = max(1, rows // SESSIONS)
+def _rows(
+    rows: int, tag: str, text_of: Callable[[int, random.Random], str] = _text, seed: int = 7, sessions: int = SESSIONS
+) -> Iterator[tuple]:
+    """``rows`` message rows spread over ``sessions`` sessions named ``<tag>-<n>``, texts from ``text_of``."""
+    rng = random.Random(seed)
+    per_session = max(1, rows // sessions)
     for i in range(rows):
-        text = _text(i, rng)
+        text = text_of(i, rng)
         role = "user" if i % 2 == 0 else "assistant"
         content = json.dumps({"id": f"m{i}", "role": role, "parts": [{"type": "text", "text": text}]})
         yield (f"m{i}", f"{tag}-{i // per_session}", None, role, content, text, len(text) // 4 + 4, 1)
@@ -63,8 +66,9 @@ def _progress(done: int, total: int) -> None:
         print(f"  loading: {done:,}/{total:,} rows", file=sys.stderr, flush=True)
 
 
-def load(rows: int, using: str, tag: str) -> float:
-    """Insert ``rows`` generated messages (executemany / COPY); returns the seconds it took."""
+def load(rows: int, using: str, tag: str, **generate: Any) -> float:
+    """Insert ``rows`` generated messages (executemany / COPY; ``generate``: :func:`_rows`'s options);
+    returns the seconds it took."""
     from django.db import connections, transaction
 
     wrapper = connections[using]
@@ -74,14 +78,14 @@ def load(rows: int, using: str, tag: str) -> float:
         raw = cursor.cursor
         if wrapper.vendor == "postgresql":
             with raw.copy(f"COPY assistant_messages ({_COLUMNS}) FROM STDIN") as copy:
-                for n, row in enumerate(_rows(rows, tag), 1):
+                for n, row in enumerate(_rows(rows, tag, **generate), 1):
                     copy.write_row(row)
                     if n % batch_size == 0 or n == rows:
                         _progress(n, rows)
         else:
             sql = f"INSERT INTO assistant_messages ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
             batch: list[tuple] = []
-            for n, row in enumerate(_rows(rows, tag), 1):
+            for n, row in enumerate(_rows(rows, tag, **generate), 1):
                 batch.append(row)
                 if len(batch) == batch_size or n == rows:
                     raw.executemany(sql, batch)
