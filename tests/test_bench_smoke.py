@@ -114,7 +114,20 @@ def test_bench_scale_smoke(tmp_path):
 def test_bench_async_load_smoke():
     env = dict(os.environ, BENCH_PG_NAME=f"agent_sessions_bench_async_smoke_{os.getpid()}", PYTHONPATH=str(ROOT))
     env.pop("DJANGO_SETTINGS_MODULE", None)
-    args = ["--turns", "2", "--rounds", "1", "--concurrency", "1,4", "--latency", "0,1", "--threads", "2", "--drop"]
+    args = [
+        "--turns",
+        "2",
+        "--rounds",
+        "1",
+        "--concurrency",
+        "1,4",
+        "--latency",
+        "0,1",
+        "--threads",
+        "2",
+        "--drop",
+        "--no-peers",
+    ]
     proc = subprocess.run(
         [sys.executable, "-m", "bench.async_load", *args],
         cwd=ROOT,
