@@ -15,20 +15,24 @@ from django.conf import settings
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def run_bench(module: str, *args: str, database: str) -> subprocess.CompletedProcess:
+    """``python -m <module> <args>`` on its own bench database ``database`` (per process); fails on a non-zero exit."""
+    env = dict(os.environ, BENCH_PG_NAME=f"{database}_{os.getpid()}", PYTHONPATH=str(ROOT))
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", module, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=280
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
 @pytest.mark.timeout(300)
 def test_bench_smoke_runs_every_workload(tmp_path):
     out = tmp_path / "bench.json"
-    env = dict(os.environ, BENCH_PG_NAME=f"agent_sessions_bench_smoke_{os.getpid()}", PYTHONPATH=str(ROOT))
-    env.pop("DJANGO_SETTINGS_MODULE", None)
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench", "--smoke", "--no-peers", "--db", settings.DB, "--json", str(out)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=280,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = run_bench(
+        "bench", "--smoke", "--no-peers", "--db", settings.DB, "--json", str(out),
+        database="agent_sessions_bench_smoke",
+    )  # fmt: skip
     rows = json.loads(out.read_text())
     workloads = {r["workload"].split(".")[0] for r in rows}
     http = {"7"} if settings.DB == "postgres" else set()  # gunicorn against the bare endpoints: Postgres only
@@ -61,33 +65,10 @@ def test_bench_smoke_runs_every_workload(tmp_path):
 @pytest.mark.postgres_only  # bench.scale compares PostgreSQL layouts
 def test_bench_scale_smoke(tmp_path):
     out = tmp_path / "scale.json"
-    env = dict(os.environ, BENCH_PG_NAME=f"agent_sessions_bench_scale_smoke_{os.getpid()}", PYTHONPATH=str(ROOT))
-    env.pop("DJANGO_SETTINGS_MODULE", None)
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "bench.scale",
-            "--messages",
-            "3000",
-            "--small",
-            "1500",
-            "--sessions",
-            "20",
-            "--partitions",
-            "4",
-            "--rounds",
-            "1",
-            "--json",
-            str(out),
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=280,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = run_bench(
+        "bench.scale", "--messages", "3000", "--small", "1500", "--sessions", "20", "--partitions", "4",
+        "--rounds", "1", "--json", str(out), database="agent_sessions_bench_scale_smoke",
+    )  # fmt: skip
     report = json.loads(out.read_text())
     assert [(r["layout"], r["rows"]) for r in report["runs"]] == [
         ("plain", 1500),
@@ -112,31 +93,10 @@ def test_bench_scale_smoke(tmp_path):
 @pytest.mark.timeout(300)
 @pytest.mark.postgres_only  # workload 9 measures Postgres, directly and through the latency proxy
 def test_bench_async_load_smoke():
-    env = dict(os.environ, BENCH_PG_NAME=f"agent_sessions_bench_async_smoke_{os.getpid()}", PYTHONPATH=str(ROOT))
-    env.pop("DJANGO_SETTINGS_MODULE", None)
-    args = [
-        "--turns",
-        "2",
-        "--rounds",
-        "1",
-        "--concurrency",
-        "1,4",
-        "--latency",
-        "0,1",
-        "--threads",
-        "2",
-        "--drop",
-        "--no-peers",
-    ]
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench.async_load", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=280,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = run_bench(
+        "bench.async_load", "--turns", "2", "--rounds", "1", "--concurrency", "1,4", "--latency", "0,1",
+        "--threads", "2", "--drop", "--no-peers", database="agent_sessions_bench_async_smoke",
+    )  # fmt: skip
     row = r"^  (9\. async C=\d+, [\d.]+ ms)\s+(.+?)\s+([\d,]+) ops/s\s+(\d+) connections$"
     rows = [(label, impl.strip(), int(peak)) for label, impl, _, peak in re.findall(row, proc.stdout, re.M)]
     seen = {(label, impl) for label, impl, _ in rows}
