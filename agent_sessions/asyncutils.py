@@ -77,6 +77,7 @@ async def run_sync(fn: Callable[..., R], *args: Any, **kwargs: Any) -> R:
         ran, result = await sync_to_async(_in_its_transaction, thread_sensitive=True)(fn, args, kwargs)
         if ran:
             return cast("R", result)
+    await dbthreads.watch_loop()
     pool = cast("Any", dbthreads.pool())  # asgiref types it as a ThreadPoolExecutor; any Executor serves
     return await sync_to_async(fn, thread_sensitive=False, executor=pool)(*args, **kwargs)
 

@@ -2,15 +2,20 @@
 
 asgiref's ``sync_to_async(thread_sensitive=True)`` runs every call of a process in one thread on one
 connection; this pool runs up to N at once, each thread on its own Django connections, which the
-thread closes itself when the pool shuts down (at interpreter exit, or :func:`shutdown`), not the GC.
+thread closes itself when the pool shuts down, not the GC. The pool shuts down when the last event
+loop that used it ends (``asyncio.run``, asgiref's ``async_to_sync`` and servers close their loops
+through ``shutdown_asyncgens``), at interpreter exit, or on :func:`shutdown`; so a server's loop
+keeps its connections for its lifetime, and a test's loop leaves none open behind it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import queue
 import threading
-from collections.abc import Callable
+import weakref
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Executor, Future
 from typing import Any
 
@@ -116,6 +121,39 @@ def shutdown() -> None:
         stopping = _pool.pop() if _pool else None
     if stopping is not None:
         stopping.shutdown(wait=True)
+
+
+# The loops that used the pool and have not ended, each with the async generator that tells us when it ends.
+_loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncIterator[None]] = weakref.WeakKeyDictionary()
+
+
+async def watch_loop() -> None:
+    """Remember the running loop, so that the pool shuts down when it (the last such loop) ends.
+
+    An async generator started on the loop is closed by the loop's ``shutdown_asyncgens``; its
+    ``finally`` is our hook. A loop closed without that step leaves the pool to the next loop's end
+    or to interpreter exit."""
+    loop = asyncio.get_running_loop()
+    if loop in _loops:
+        return
+    ended = _until_loop_ends(weakref.ref(loop))
+    with _pool_lock:
+        if loop in _loops:
+            return
+        _loops[loop] = ended
+    await ended.__anext__()
+
+
+async def _until_loop_ends(loop: weakref.ref[asyncio.AbstractEventLoop]) -> AsyncIterator[None]:
+    try:
+        yield
+    finally:
+        with _pool_lock:
+            if (ended := loop()) is not None:
+                _loops.pop(ended, None)
+            last = not _loops
+        if last:
+            shutdown()
 
 
 atexit.register(shutdown)

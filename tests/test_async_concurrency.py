@@ -170,6 +170,14 @@ def _open_backends() -> int:
         return cursor.fetchone()[0]
 
 
+def _counted_elsewhere() -> int:
+    """:func:`_open_backends` from a thread of its own, whose connection it closes (not counted)."""
+    try:
+        return _open_backends()
+    finally:
+        connections["default"].close()
+
+
 def _settled_backends(expected: int) -> int:
     """The backend count once closed connections' backends have exited (they go a moment after the client)."""
     for _ in range(100):
@@ -179,7 +187,8 @@ def _settled_backends(expected: int) -> int:
     return count
 
 
-def test_connections_stay_bounded_over_many_event_loops(threads, is_postgres):
+def test_connections_stay_bounded_and_close_with_each_event_loop(threads, is_postgres):
+    """Each ``asyncio.run`` uses at most THREADS connections and leaves none open when it returns."""
     created: list = []
 
     def remember(sender, connection, **kwargs):
@@ -192,23 +201,52 @@ def test_connections_stay_bounded_over_many_event_loops(threads, is_postgres):
     baseline = _open_backends() if is_postgres else 0
     connection_created.connect(remember)
 
-    async def turn(t: int) -> None:
+    async def turn(t: int) -> int:
         await asyncio.gather(*(s.aappend_message(text(f"m{t}", f"turn {t}")) for s in sessions))
         await asyncio.gather(*(s.aget_history() for s in sessions))
+        if not is_postgres:
+            return 0
+        counted = await asyncio.get_running_loop().run_in_executor(None, _counted_elsewhere)
+        return counted - baseline - 1  # less the test thread's own connection
 
     try:
         for t in range(12):
-            asyncio.run(turn(t))
+            created.clear()
+            during = asyncio.run(turn(t))
+            assert during <= threads
+            assert 1 <= len(created) <= threads  # one connection per thread of this loop
+            assert all(c.connection is None for c in created)  # closed by their threads as the loop ended
             if is_postgres:
-                assert _open_backends() - baseline <= threads
-        assert len({id(c) for c in created}) <= threads  # one connection per thread, reused by every loop
+                assert _settled_backends(baseline) == baseline
         assert all(len(manager.get_history(sid)) == 2 + 12 for sid in ids)
-        dbthreads.shutdown()
-        assert all(c.connection is None for c in created)  # closed by their threads, not the GC
-        if is_postgres:
-            assert _settled_backends(baseline) == baseline
     finally:
         connection_created.disconnect(remember)
+
+
+def test_a_loop_that_ends_keeps_the_pool_for_a_loop_still_running(threads):
+    """Two loops in two threads share the pool: the first to end leaves the other's connections open."""
+    sid = _sessions(1)[0]
+    session = SessionManager().get_session(sid)
+    second_started, first_ended = threading.Event(), threading.Event()
+    seen: dict[str, object] = {}
+
+    async def second() -> None:
+        await session.aget_history()
+        seen["pool"] = dbthreads.pool()
+        second_started.set()
+        await asyncio.get_running_loop().run_in_executor(None, first_ended.wait, 30)
+        seen["same pool"] = dbthreads.pool() is seen["pool"]
+        seen["history"] = await session.aget_history()
+
+    other = threading.Thread(target=asyncio.run, args=(second(),))
+    other.start()
+    assert second_started.wait(30)
+    asyncio.run(session.aget_history())
+    first_ended.set()
+    other.join(30)
+    assert seen["same pool"] is True
+    assert [m["id"] for m in seen["history"]] == ["q", "a"]
+    assert not dbthreads._pool  # the last loop to end shut it down
 
 
 def test_concurrent_appends_to_one_session_form_one_chain(threads):
