@@ -4,12 +4,14 @@ methods get ``a``-prefixed async twins declared with :func:`async_twin`."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import inspect
+import os
 from collections.abc import Callable, Coroutine
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
-from asgiref.sync import AsyncToSync, async_to_sync, sync_to_async
+from asgiref.sync import AsyncToSync, SyncToAsync, async_to_sync, sync_to_async
 from django.db import connections
 
 from . import dbthreads
@@ -78,8 +80,18 @@ async def run_sync(fn: Callable[..., R], *args: Any, **kwargs: Any) -> R:
         if ran:
             return cast("R", result)
     await dbthreads.watch_loop()
-    pool = cast("Any", dbthreads.pool())  # asgiref types it as a ThreadPoolExecutor; any Executor serves
-    return await sync_to_async(fn, thread_sensitive=False, executor=pool)(*args, **kwargs)
+    loop = asyncio.get_running_loop()
+    work = functools.partial(contextvars.copy_context().run, _in_pool_thread, loop, fn, args, kwargs)
+    return await loop.run_in_executor(dbthreads.pool(), work)
+
+
+def _in_pool_thread(loop: asyncio.AbstractEventLoop, fn: Callable[..., R], args: tuple, kwargs: dict) -> R:
+    """Run ``fn`` in a pool thread, telling asgiref which loop called: an ``async_to_sync`` inside
+    ``fn`` (an async callback) then runs on that loop, as under ``sync_to_async``."""
+    SyncToAsync.threadlocal.main_event_loop = loop
+    SyncToAsync.threadlocal.main_event_loop_pid = os.getpid()
+    SyncToAsync.threadlocal.task_context = []
+    return fn(*args, **kwargs)
 
 
 def async_twin(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], Coroutine[Any, Any, R]]:

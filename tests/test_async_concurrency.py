@@ -10,6 +10,7 @@ They measure no wall-clock time, so a loaded machine cannot fail them.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 import time
 import uuid
@@ -21,6 +22,7 @@ from django.db import connections, transaction
 from django.db.backends.signals import connection_created
 
 from agent_sessions import dbthreads
+from agent_sessions.asyncutils import run_sync
 from agent_sessions.manager import SessionManager
 
 # The twins' threads see committed rows only; "replica" is the test settings' second alias, pointed
@@ -292,3 +294,26 @@ def test_a_twin_under_atomic_runs_on_the_callers_connection(threads):
 
     asyncio.run(from_async())
     assert [m["id"] for m in manager.get_history(sid)] == ["root"]
+
+
+REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="none")
+
+
+def test_pool_calls_see_the_callers_context_and_loop(threads):
+    """The sync work sees the caller's context variables, and an async callback inside it (an
+    ``async_to_sync``, as for an async summarizer) runs on the caller's loop, as under asgiref."""
+
+    async def where() -> asyncio.AbstractEventLoop:
+        return asyncio.get_running_loop()
+
+    def work() -> tuple[str, str, asyncio.AbstractEventLoop]:
+        return REQUEST_ID.get(), threading.current_thread().name, async_to_sync(where)()
+
+    async def main() -> tuple[asyncio.AbstractEventLoop, tuple[str, str, asyncio.AbstractEventLoop]]:
+        REQUEST_ID.set("req-7")
+        return asyncio.get_running_loop(), await run_sync(work)
+
+    loop, (request_id, thread, callback_loop) = asyncio.run(main())
+    assert request_id == "req-7"
+    assert thread.startswith("agent-sessions-db")
+    assert callback_loop is loop
