@@ -62,3 +62,41 @@ def test_langchain_and_pydantic_ai_stores_write_one_message_in_one_statement():
     writes = _statements(lambda: history.add_messages([ModelRequest(parts=[UserPromptPart(content="x")])]))
     assert len(writes) <= ONE_WRITE[connection.vendor], writes
     assert len(_statements(history.get_messages)) <= ONE_READ[connection.vendor]
+
+
+# A pop: Postgres sends the lock and the find-delete-stamp statement as one query (one round trip;
+# with parameters bound by the server, one statement a command: BEGIN, both, COMMIT); SQLite runs
+# BEGIN IMMEDIATE, the write lock, the leaf lookup, the delete, the stamp, COMMIT.
+ONE_POP = {"postgresql": 1, "postgresql, server-side binding": 4, "sqlite": 6}
+
+
+def _pop_kind() -> str:
+    bound = connection.settings_dict["OPTIONS"].get("server_side_binding") is True
+    return f"{connection.vendor}, server-side binding" if bound else connection.vendor
+
+
+def test_agents_session_pop_item_is_one_round_trip():
+    pytest.importorskip("agents")
+    from agent_sessions.integrations.openai_agents import AgentsSession
+    from agent_sessions.models import SessionRecord
+
+    session = AgentsSession(f"rt-pop-{uuid.uuid4().hex[:8]}")
+    session.add_items_sync([{"role": "user", "content": text} for text in ("first", "second", "third")])
+    before = SessionRecord.objects.get(id=session.session_id).updated_at
+    popped: list = []
+    pops = _statements(lambda: popped.append(session.pop_item_sync()))
+    assert len(pops) <= ONE_POP[_pop_kind()], pops
+    assert popped == [{"role": "user", "content": "third"}]
+    row = SessionRecord.objects.get(id=session.session_id)
+    assert row.message_count == 2  # the count and updated_at move with the delete
+    assert row.updated_at > before
+    assert [i["content"] for i in session.get_items_sync(None)] == ["first", "second"]
+    session.add_items_sync([{"role": "user", "content": "fourth"}])  # continues under "second"
+    assert [i["content"] for i in session.get_items_sync(None)] == ["first", "second", "fourth"]
+    assert [session.pop_item_sync() for _ in range(4)] == [
+        {"role": "user", "content": "fourth"},
+        {"role": "user", "content": "second"},
+        {"role": "user", "content": "first"},
+        None,
+    ]
+    assert SessionRecord.objects.get(id=session.session_id).message_count == 0

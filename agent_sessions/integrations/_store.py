@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
+from .. import text
 from ..manager import SessionManager, clock, rows
 from ..storage import registration
 from ..ui_message import UIMessage
@@ -81,10 +82,15 @@ class SessionStore:
     def pop_latest(self) -> dict | None:
         """Delete and return the latest leaf; None when the session is empty.
 
-        A concurrent pop that deleted the same row first makes this one retry,
-        so each row is returned by exactly one caller.
+        Under the session's write lock, with the registry stamp in the same commit (one round trip
+        on Postgres): a concurrent pop finds the next leaf, so each row is returned by exactly one
+        caller.  A storage without that operation deletes the leaf it read, and retries when a
+        concurrent pop deleted it first.
         """
         session = self.session
+        pop = getattr(session.storage, "pop_latest_leaf", None)
+        if pop is not None:
+            return pop(clock.now()) if text.storable(self.session_id) else None
         while True:
             leaf = session.get_latest_leaf()
             if leaf is None:

@@ -585,6 +585,15 @@ class DjangoSessionProvider:
             self._repair_below([message["id"]], cursor, from_parent=True)
         return True
 
+    def pop_latest_leaf(self, registry_stamp: datetime) -> dict | None:
+        """Delete the latest leaf and return it (None: the session is empty), setting the registry's
+        ``updated_at`` to ``registry_stamp`` in the same commit; Postgres: one round trip."""
+        connection = self.connection
+        stamp = connection.ops.adapt_datetimefield_value(registry_stamp)
+        with connection.cursor() as cursor:
+            row = self.backend.pop_latest(cursor, self.session_id, stamp)
+        return None if row is None else self._messages([row[0]])[0]
+
     def delete_messages(self, message_ids: list[str]) -> int:
         """Delete these messages (children stay, as roots of their subtrees). Returns rows deleted."""
         ids = [i for i in dict.fromkeys(message_ids) if text.storable(i)]

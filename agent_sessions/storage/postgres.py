@@ -22,7 +22,7 @@ from .. import conf
 from ..search import tsquery
 from ..search.plan import SUMMARIES
 from ..search.run import Searcher
-from . import appends, bare_reads, postgres_append, postgres_reads
+from . import appends, bare_reads, pops, postgres_append, postgres_reads
 from .range_reads import ReadCalls
 
 vendor = "postgresql"
@@ -140,6 +140,12 @@ def _locked_insert(
     if stamp is not None:
         statements.append((appends.STAMP, appends.stamp_params(stamp, session_id, values[0])))
     return _together(cursor, statements, answer)
+
+
+def pop_latest(cursor, session_id: str, stamp: object) -> tuple | None:
+    """Delete the session's latest leaf and stamp the registry row, under the session's lock, in one
+    round trip (storage/pops.py); ``(content,)`` of the row removed, or None for an empty session."""
+    return _together(cursor, [(LOCK, [lock_key(session_id)]), (pops.POP_LATEST, pops.pop_params(session_id, stamp))], 1)
 
 
 def _together(cursor, statements: list[tuple[str, list]], answer: int) -> tuple | None:

@@ -23,8 +23,9 @@ from django.db import transaction
 
 from ..search import fts5, plan
 from ..search.run import Searcher
-from . import appends, bare_reads
+from . import appends, bare_reads, pops, walks
 from .range_reads import NO_CALLS, ReadCalls
+from .session_rows import TOUCH
 
 vendor = "sqlite"
 
@@ -102,6 +103,23 @@ def locked_insert(
         row = cursor.fetchone()
         cursor.execute(appends.STAMP, appends.stamp_params(stamp, session_id, values[0]))
     return row
+
+
+def pop_latest(cursor, session_id: str, stamp: object) -> tuple | None:
+    """Delete the session's latest leaf and stamp the registry row, in one transaction that takes the
+    write lock first (storage/pops.py); ``(content,)`` of the row removed, or None for an empty session."""
+    with transaction.atomic(using=cursor.db.alias):
+        reserve_write(cursor)
+        cursor.execute(walks.NEWEST_LEAF_SEQ_CONTENT, walks.newest_leaf_params(session_id))
+        leaf = cursor.fetchone()
+        if leaf is None:
+            cursor.execute(walks.LATEST_LEAF_SEQ_CONTENT, walks.latest_leaf_params(session_id))
+            leaf = cursor.fetchone()
+        if leaf is None:
+            return None
+        cursor.execute(pops.DELETE_ROW, [session_id, leaf[0]])
+        cursor.execute(TOUCH, [stamp, session_id])
+    return (leaf[1],)
 
 
 _searcher = Searcher(fts5.compile_query)

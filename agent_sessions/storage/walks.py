@@ -63,6 +63,7 @@ _NEWEST_LEAF_TEMPLATE = "SELECT {cols} FROM (" + _NEWEST_ARM + ") leaf"
 _ID_DEPTH_TOKENS = {"cols": "leaf.id, leaf.depth, leaf.path_tokens", "inner": LEAF_COLUMNS}
 _CONTENT = {"cols": "leaf.content", "inner": LEAF_COLUMNS + ", content"}
 _SEQ_DEPTH_ID = {"cols": "leaf.seq, leaf.depth, leaf.id", "inner": LEAF_COLUMNS}
+_SEQ_CONTENT = {"cols": "leaf.seq, leaf.content", "inner": LEAF_COLUMNS + ", content"}
 
 LATEST_LEAF = _LATEST_LEAF_TEMPLATE.format(**_ID_DEPTH_TOKENS)
 """Latest leaf ``(id, depth, path_tokens)``; parameters: :func:`latest_leaf_params`."""
@@ -73,6 +74,10 @@ NEWEST_LEAF = _NEWEST_LEAF_TEMPLATE.format(**_ID_DEPTH_TOKENS)
 child is stored after its parent), else no row; parameters: :func:`newest_leaf_params`."""
 NEWEST_LEAF_CONTENT = _NEWEST_LEAF_TEMPLATE.format(**_CONTENT)
 """As :data:`LATEST_LEAF_CONTENT` when the leaf is among the newest 8 rows, else no row."""
+LATEST_LEAF_SEQ_CONTENT = _LATEST_LEAF_TEMPLATE.format(**_SEQ_CONTENT)
+"""Latest leaf ``(seq, content)``; parameters: :func:`latest_leaf_params`."""
+NEWEST_LEAF_SEQ_CONTENT = _NEWEST_LEAF_TEMPLATE.format(**_SEQ_CONTENT)
+"""As :data:`LATEST_LEAF_SEQ_CONTENT` when the leaf is among the newest 8 rows, else no row."""
 NEWEST_LEAF_SEQ = _NEWEST_LEAF_TEMPLATE.format(**_SEQ_DEPTH_ID)
 """The latest leaf ``(seq, depth, id)`` when it is among the newest 8 rows, else no row."""
 
