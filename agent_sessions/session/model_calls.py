@@ -21,11 +21,11 @@ from contextlib import contextmanager, nullcontext
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from asgiref.sync import sync_to_async
 from django.db import transaction
 from django.utils import timezone
 
 from .. import text
+from ..asyncutils import run_sync
 from ..exceptions import InvalidUsage
 from ..overlays import apply_overlays
 from ..storage.model_calls import ModelCallStore
@@ -456,7 +456,7 @@ class AsyncModelCall(ModelCall):
 
     async def afinish(self, message: UIMessage, *, usage: Any = None, cost: float | None = None) -> UIMessage:
         """Async twin of :meth:`ModelCall.finish`."""
-        return await sync_to_async(ModelCall.finish, thread_sensitive=True)(self, message, usage=usage, cost=cost)
+        return await run_sync(ModelCall.finish, self, message, usage=usage, cost=cost)
 
     def finish(self, message: UIMessage, *, usage: Any = None, cost: float | None = None) -> Any:
         self._check_open()
@@ -466,14 +466,14 @@ class AsyncModelCall(ModelCall):
         return self._pending
 
     async def __aenter__(self) -> AsyncModelCall:
-        await sync_to_async(self.start, thread_sensitive=True)()
+        await run_sync(self.start)
         return self
 
     async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         pending = self._pending
         if exc is None and pending is not None and not pending.done:
             await pending
-        await sync_to_async(self.close, thread_sensitive=True)(exc)
+        await run_sync(self.close, exc)
 
 
 class _PendingFinish:
