@@ -48,6 +48,7 @@ class ConnectionSampler:
         self.peak = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
+        self._idle = self.count()
 
     def count(self) -> int:
         (count,) = self._conn.execute(
@@ -60,8 +61,14 @@ class ConnectionSampler:
             self.peak = max(self.peak, self.count() - self._before)
 
     def __enter__(self) -> ConnectionSampler:
-        """Count from here on, less the connections already open (this process's own, a closing one)."""
+        """Count from here on, less the connections already open (this process's own, a closing one).
+
+        The previous run's connections close as its loop ends, and their backends leave a moment
+        later: wait (up to 2 s) for the count to fall back to what it was when sampling began."""
         self.peak = 0
+        deadline = time.monotonic() + 2
+        while self.count() > self._idle and time.monotonic() < deadline:
+            time.sleep(0.02)
         self._before = self.count()
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, daemon=True)
