@@ -104,3 +104,24 @@ def test_bench_async_load_smoke():
         assert {(label, "ours"), (label, "ours, AgentsSession")} <= seen
     assert ("9. async C=1, 0 ms", "ours, before (sync_to_async)") in seen
     assert all(peak <= 2 for _, impl, peak in rows if impl in ("ours", "ours, AgentsSession"))  # --threads 2
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.postgres_only  # bench.live_events measures both databases and serves the SSE side from Postgres
+def test_bench_live_events_smoke(tmp_path):
+    out = tmp_path / "live.json"
+    run_bench(
+        "bench.live_events", "--appends", "100", "--samples", "5", "--subscribers", "5", "--resumes", "2",
+        "--json", str(out), database="agent_sessions_bench_live_smoke",
+    )  # fmt: skip
+    report = json.loads(out.read_text())
+    for database in ("sqlite", "postgres"):
+        assert report[f"append_{database}"]["ratio"] > 0
+    assert report["goal_append_ratio"] == 1.05
+    sse = report["sse"]
+    assert sse["samples"] == 5
+    assert sse["idle_subscribers"] == 5
+    assert sse["commit_to_sse_median_ms"] > 0
+    assert sse["kib_per_idle_subscriber"] is not None
+    assert sse["chat_resume_rounds"] == 2
+    assert sse["chat_resumed_over_fresh"] > 0
