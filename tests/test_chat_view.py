@@ -267,6 +267,25 @@ def test_each_reply_records_the_input_respond_got(token):
     assert [m["id"] for m in session("m1").model_input(first)["messages"]] == ["u1"]
 
 
+def test_a_recorded_reply_reads_the_path_once(token, monkeypatch):
+    """The record's snapshot is the path placing the turn read (what respond gets), not a second read."""
+    from agent_sessions.storage.orm import DjangoSessionProvider
+
+    chat(token, "m5", [user_msg("u1", "hi")])
+    reads: list = []
+    read = DjangoSessionProvider.get_history
+
+    def counted(self, leaf_id=None):
+        reads.append(leaf_id)
+        return read(self, leaf_id)
+
+    monkeypatch.setattr(DjangoSessionProvider, "get_history", counted)
+    reply = chat(token, "m5", [user_msg("u2", "again")])[0]["messageId"]
+    assert reads == ["u2"]
+    monkeypatch.undo()
+    assert [m["id"] for m in session("m5").model_input(reply)["messages"]][-1] == "u2"
+
+
 def test_a_regenerated_reply_and_the_one_it_replaces_saw_the_same_input(token):
     old = chat(token, "m2", [user_msg("u1", "hi")])[0]["messageId"]
     new = chat(token, "m2", [user_msg("u1", "hi")], trigger="regenerate-message", message_id=old)[0]["messageId"]

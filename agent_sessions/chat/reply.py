@@ -95,7 +95,8 @@ class Reply:
         if self.model:  # the input respond gets, snapshotted for the reply's model-call record (SPEC §8)
             turn = self._turn
             leaf = turn.base["id"] if turn.base is not None else turn.parent_id
-            self._call = turn.session.model_call(model=self.model, leaf_id=leaf or None).start()
+            # turn.history is the visible path to that leaf, read by place() a moment ago in this thread
+            self._call = turn.session.model_call(model=self.model, leaf_id=leaf or None).start(path=turn.history)
         if self.on_placed is not None:
             self.on_placed(self._turn)
 

@@ -140,11 +140,12 @@ class SessionModelCalls:
             raise
 
     # ── recording ───────────────────────────────────────────────────
-    def snapshot(self, tools: list[Any] | None, leaf_id: str | None) -> Snapshot:
-        """The frozen prompt, the visible path (latest leaf, or ``leaf_id``) and the tools offered."""
+    def snapshot(self, tools: list[Any] | None, leaf_id: str | None, path: list[dict] | None = None) -> Snapshot:
+        """The frozen prompt, the visible path (latest leaf, or ``leaf_id``) and the tools offered;
+        ``path``: that visible path, when the caller has just read it (not read again)."""
         session = self._session
         system = session.freeze_system_prompt()
-        messages = self._backend.get_history(leaf_id)
+        messages = self._backend.get_history(leaf_id) if path is None else list(path)
         offered = [tool_spec(t) for t in session.tools().values()] if tools is None else list(tools)
         leaf, applied = self._path_refs(messages)
         return Snapshot(system, messages, offered, leaf_id or leaf, applied)
@@ -375,9 +376,12 @@ class ModelCall:
         """The last stored message of the input: the reply's parent."""
         return self.snapshot.leaf_id
 
-    def start(self, snapshot: Snapshot | None = None) -> ModelCall:
-        """Take the snapshot (or use the one given) and start the clock (``__enter__`` does this)."""
-        self._snapshot = snapshot if snapshot is not None else self._calls.snapshot(self._tools, self._leaf_id)
+    def start(self, snapshot: Snapshot | None = None, *, path: list[dict] | None = None) -> ModelCall:
+        """Take the snapshot (or use the one given) and start the clock (``__enter__`` does this);
+        ``path``: the visible path to the call's leaf, when the caller holds it already."""
+        if snapshot is None:
+            snapshot = self._calls.snapshot(self._tools, self._leaf_id, path)
+        self._snapshot = snapshot
         self.started_at = timezone.now()
         self._started = time.perf_counter()
         return self
