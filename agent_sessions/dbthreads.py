@@ -153,7 +153,9 @@ async def _until_loop_ends(loop: weakref.ref[asyncio.AbstractEventLoop]) -> Asyn
                 _loops.pop(ended, None)
             last = not _loops
         if last:
-            shutdown()
+            # Waited for off the loop: a call still running (its caller cancelled) may need the loop
+            # for an async callback (async_to_sync) before its thread can stop.
+            await asyncio.get_running_loop().run_in_executor(None, shutdown)
 
 
 atexit.register(shutdown)

@@ -317,3 +317,31 @@ def test_pool_calls_see_the_callers_context_and_loop(threads):
     assert request_id == "req-7"
     assert thread.startswith("agent-sessions-db")
     assert callback_loop is loop
+
+
+def test_a_loop_ends_while_a_cancelled_call_still_needs_it(threads):
+    """A call whose caller was cancelled may still run an async callback on the caller's loop as that
+    loop shuts down: the pool's shutdown waits for it without blocking the loop (no deadlock)."""
+    started, finished = threading.Event(), threading.Event()
+
+    async def callback() -> str:
+        await asyncio.sleep(0.01)
+        return "done"
+
+    def work() -> None:
+        started.set()
+        time.sleep(0.2)  # the caller is cancelled meanwhile, and its loop starts to end
+        assert async_to_sync(callback)() == "done"
+        finished.set()
+
+    async def main() -> None:
+        call = asyncio.ensure_future(run_sync(work))
+        await asyncio.get_running_loop().run_in_executor(None, started.wait, 30)
+        call.cancel()
+
+    runner = threading.Thread(target=asyncio.run, args=(main(),), daemon=True)
+    runner.start()
+    runner.join(30)
+    assert not runner.is_alive()  # asyncio.run returned: its loop did not wait on itself
+    assert finished.is_set()  # the call's callback ran before the pool shut down
+    assert not dbthreads._pool
