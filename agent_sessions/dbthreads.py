@@ -151,6 +151,8 @@ async def _until_loop_ends(loop: weakref.ref[asyncio.AbstractEventLoop]) -> Asyn
         with _pool_lock:
             if (ended := loop()) is not None:
                 _loops.pop(ended, None)
+            for closed in [other for other in _loops if other.is_closed()]:  # closed without telling us
+                del _loops[closed]
             last = not _loops
         if last:
             # Waited for off the loop: a call still running (its caller cancelled) may need the loop

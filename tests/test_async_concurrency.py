@@ -345,3 +345,15 @@ def test_a_loop_ends_while_a_cancelled_call_still_needs_it(threads):
     assert not runner.is_alive()  # asyncio.run returned: its loop did not wait on itself
     assert finished.is_set()  # the call's callback ran before the pool shut down
     assert not dbthreads._pool
+
+
+def test_a_loop_closed_without_shutting_down_its_generators_does_not_keep_the_pool(threads):
+    """``loop.close()`` alone never tells the pool; the next loop that ends properly still shuts it down."""
+    old = asyncio.new_event_loop()
+    try:
+        assert old.run_until_complete(run_sync(lambda: 1)) == 1
+    finally:
+        old.close()
+    assert dbthreads._pool  # nobody said the loop ended: the pool is still up
+    assert asyncio.run(run_sync(lambda: 2)) == 2
+    assert not dbthreads._pool
