@@ -54,6 +54,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "storage.range_reads",
             "storage.bare_reads",
             "storage.appends",
+            "storage.pops",
             "storage.postgres_append",
             "storage.postgres_plans",
             "storage.postgres_reads",

@@ -74,10 +74,9 @@ def params(row: list, session_id: str, parent: str | None, *, auto: bool, partit
 # (docs/performance.md, A7).
 # Only when the message is stored, inserted now or already there (a repeated append still
 # counts as the manager's write): an id the insert refused stamps nothing.
-STAMP = (
-    "UPDATE assistant_sessions SET updated_at = %s WHERE id = %s "
-    "AND EXISTS (SELECT 1 FROM assistant_messages WHERE session_id = %s AND id = %s)"
-)
+TOUCH = "UPDATE assistant_sessions SET updated_at = %s WHERE id = %s"
+"""The registry row's ``updated_at`` set to a stamp; parameters: the stamp, the session id."""
+STAMP = TOUCH + " AND EXISTS (SELECT 1 FROM assistant_messages WHERE session_id = %s AND id = %s)"
 
 
 def stamp_params(stamp: object, session_id: str, message_id: str) -> list:

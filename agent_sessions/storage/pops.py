@@ -8,7 +8,7 @@ and makes a second pop find the next leaf, so each row is removed and returned o
 
 from __future__ import annotations
 
-from .session_rows import TOUCH
+from .appends import TOUCH
 from .walks import LATEST_LEAF_SEQ_CONTENT, latest_leaf_params
 
 DELETE_ROW = "DELETE FROM assistant_messages WHERE session_id = %s AND seq = %s"

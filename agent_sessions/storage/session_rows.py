@@ -12,10 +12,11 @@ from typing import Any, NamedTuple
 
 from django.db import connections
 
+from .appends import TOUCH
+
 SESSION_STATE = "SELECT end_reason FROM assistant_sessions WHERE id = %s"
 OWNED = " AND owner_id = %s"
 MESSAGE_EXISTS = "SELECT 1 FROM assistant_messages WHERE session_id = %s AND id = %s"
-TOUCH = "UPDATE assistant_sessions SET updated_at = %s WHERE id = %s"
 
 
 class SessionState(NamedTuple):

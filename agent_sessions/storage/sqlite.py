@@ -25,7 +25,6 @@ from ..search import fts5, plan
 from ..search.run import Searcher
 from . import appends, bare_reads, pops, walks
 from .range_reads import NO_CALLS, ReadCalls
-from .session_rows import TOUCH
 
 vendor = "sqlite"
 
@@ -118,7 +117,7 @@ def pop_latest(cursor, session_id: str, stamp: object) -> tuple | None:
         if leaf is None:
             return None
         cursor.execute(pops.DELETE_ROW, [session_id, leaf[0]])
-        cursor.execute(TOUCH, [stamp, session_id])
+        cursor.execute(appends.TOUCH, [stamp, session_id])
     return (leaf[1],)
 
 
