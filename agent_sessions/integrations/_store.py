@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
-from .. import text
-from ..manager import SessionManager, clock, rows
+from ..manager import SessionManager, clock
 from ..storage import registration
 from ..ui_message import UIMessage
 
@@ -84,23 +83,9 @@ class SessionStore:
 
         Under the session's write lock, with the registry stamp in the same commit (one round trip
         on Postgres): a concurrent pop finds the next leaf, so each row is returned by exactly one
-        caller.  A storage without that operation deletes the leaf it read, and retries when a
-        concurrent pop deleted it first.
+        caller.
         """
-        session = self.session
-        pop = getattr(session.storage, "pop_latest_leaf", None)
-        if pop is not None:
-            return pop(clock.now()) if text.storable(self.session_id) else None
-        while True:
-            leaf = session.get_latest_leaf()
-            if leaf is None:
-                return None
-            with rows.write_transaction(self.manager.using):  # the deletion and its stamp commit together
-                deleted = session.storage.delete_messages([leaf["id"]])
-                if deleted:
-                    rows.touch(self.manager.using, self.session_id)
-            if deleted:
-                return leaf
+        return self.session.storage.pop_latest_leaf(clock.now())
 
     def clear(self) -> None:
         """Delete every message and overlay of the session (its registry row stays)."""

@@ -588,6 +588,8 @@ class DjangoSessionProvider:
     def pop_latest_leaf(self, registry_stamp: datetime) -> dict | None:
         """Delete the latest leaf and return it (None: the session is empty), setting the registry's
         ``updated_at`` to ``registry_stamp`` in the same commit; Postgres: one round trip."""
+        if not text.storable(self.session_id):
+            return None  # no row can belong to such an id (lone surrogates, NUL)
         connection = self.connection
         stamp = connection.ops.adapt_datetimefield_value(registry_stamp)
         with connection.cursor() as cursor:

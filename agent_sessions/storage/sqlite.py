@@ -109,11 +109,9 @@ def pop_latest(cursor, session_id: str, stamp: object) -> tuple | None:
     write lock first (storage/pops.py); ``(content,)`` of the row removed, or None for an empty session."""
     with transaction.atomic(using=cursor.db.alias):
         reserve_write(cursor)
-        cursor.execute(walks.NEWEST_LEAF_SEQ_CONTENT, walks.newest_leaf_params(session_id))
+        # The whole lookup at once: SQLite plans it for nothing and stops at the first arm's row.
+        cursor.execute(walks.LATEST_LEAF_SEQ_CONTENT, walks.latest_leaf_params(session_id))
         leaf = cursor.fetchone()
-        if leaf is None:
-            cursor.execute(walks.LATEST_LEAF_SEQ_CONTENT, walks.latest_leaf_params(session_id))
-            leaf = cursor.fetchone()
         if leaf is None:
             return None
         cursor.execute(pops.DELETE_ROW, [session_id, leaf[0]])

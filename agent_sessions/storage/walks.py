@@ -76,8 +76,6 @@ NEWEST_LEAF_CONTENT = _NEWEST_LEAF_TEMPLATE.format(**_CONTENT)
 """As :data:`LATEST_LEAF_CONTENT` when the leaf is among the newest 8 rows, else no row."""
 LATEST_LEAF_SEQ_CONTENT = _LATEST_LEAF_TEMPLATE.format(**_SEQ_CONTENT)
 """Latest leaf ``(seq, content)``; parameters: :func:`latest_leaf_params`."""
-NEWEST_LEAF_SEQ_CONTENT = _NEWEST_LEAF_TEMPLATE.format(**_SEQ_CONTENT)
-"""As :data:`LATEST_LEAF_SEQ_CONTENT` when the leaf is among the newest 8 rows, else no row."""
 NEWEST_LEAF_SEQ = _NEWEST_LEAF_TEMPLATE.format(**_SEQ_DEPTH_ID)
 """The latest leaf ``(seq, depth, id)`` when it is among the newest 8 rows, else no row."""
 
